@@ -1,0 +1,112 @@
+"""Builders for the events Lambda receives: API Gateway HTTP API (payload 2.0) and SQS batches.
+
+The same builders write the sample files in events/ and drive the handlers in tests and devstack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+ROUTES = (
+    ("POST", "/conversations"),
+    ("POST", "/conversations/{conversation_id}/turns"),
+    ("GET", "/conversations/{conversation_id}/turns/{turn_id}"),
+    ("GET", "/conversations/{conversation_id}"),
+)
+
+
+@dataclass(frozen=True)
+class FakeLambdaContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name: str = "local"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:local"
+    aws_request_id: str = "00000000-0000-4000-8000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def _route_key(method: str, path: str) -> tuple[str, dict[str, str]]:
+    """The route template a path matches, and its path parameters (as API Gateway fills them)."""
+    for route_method, template in ROUTES:
+        if route_method != method:
+            continue
+        pattern = "^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template) + "$"
+        match = re.match(pattern, path)
+        if match:
+            return f"{method} {template}", match.groupdict()
+    return f"{method} {path}", {}
+
+
+def http_event(
+    method: str, path: str, body: Any = None, *, raw_body: str | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """An HTTP API payload-2.0 event. `body` is sent as JSON; `raw_body` is sent as given."""
+    route_key, parameters = _route_key(method, path)
+    text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", **(headers or {})},
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": "localhost",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "devstack",
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": "29/Nov/2026:12:00:00 +0000",
+            "timeEpoch": 1_795_953_600_000,
+        },
+        "isBase64Encoded": False,
+    }
+    if parameters:
+        event["pathParameters"] = parameters
+    if text is not None:
+        event["body"] = text
+    return event
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """An SQS event source batch from messages as `receive_message(AttributeNames=["All"])` returns them."""
+    region = queue_arn.split(":")[3]
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": message.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {
+                        "stringValue": value.get("StringValue"),
+                        "binaryValue": value.get("BinaryValue"),
+                        "stringListValues": [],
+                        "binaryListValues": [],
+                        "dataType": value["DataType"],
+                    }
+                    for name, value in message.get("MessageAttributes", {}).items()
+                },
+                "md5OfBody": message["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for message in messages
+        ]
+    }

@@ -1,0 +1,255 @@
+"""A local stack on moto: the table and queues of template.yaml, the two Lambda handlers and the
+realizer worker, all in this process. Every log line and metric the handlers print is captured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from devstack.events import FakeLambdaContext, http_event, sqs_event
+
+REGION = "us-east-1"
+TABLE_NAME = "devstack-conversations"
+MAX_RECEIVE_COUNT = 5
+
+_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "TABLE_NAME": TABLE_NAME,
+    "POWERTOOLS_SERVICE_NAME": "devstack",
+    "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDeskLocal",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+}
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+class _LineCapture(io.StringIO):
+    """A stream that keeps every line written to it."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self._lines = lines
+
+    def write(self, text: str) -> int:
+        self._lines.extend(line for line in text.splitlines() if line.strip())
+        return len(text)
+
+
+@dataclass
+class Queue:
+    url: str
+    arn: str
+
+
+@dataclass
+class LocalStack:
+    """Handles to the moto resources and the handlers; build with `local_stack()`."""
+
+    dynamodb: Any
+    sqs: Any
+    realize_queue: Queue
+    screen_queue: Queue
+    realize_dlq: Queue
+    screen_dlq: Queue
+    realizer: Any
+    log_lines: list[str] = field(default_factory=list)
+    sent_messages: list[dict[str, str]] = field(default_factory=list)
+
+    # --- the turn API -----------------------------------------------------------------------------
+
+    def call_api(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw_body: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ApiResponse:
+        import turn_api
+
+        event = http_event(method, path, body, raw_body=raw_body, headers=headers)
+        with self._captured():
+            result = turn_api.lambda_handler(event, FakeLambdaContext(function_name="turn_api"))
+        text = result.get("body") or ""
+        return ApiResponse(
+            status=int(result["statusCode"]),
+            body=json.loads(text) if text else None,
+            headers={key.lower(): value for key, value in (result.get("headers") or {}).items()},
+        )
+
+    # --- the asynchronous path --------------------------------------------------------------------
+
+    def run_realizer(self) -> int:
+        """Realize what is on the realize queue; returns how many jobs were answered."""
+        answered = 0
+        with self._captured():
+            while (count := self.realizer.poll_once()) > 0:
+                answered += count
+        return answered
+
+    def run_screen_function(self) -> int:
+        """Deliver the screen queue to the screen Lambda as the event source mapping would."""
+        import screen_reply
+
+        handled = 0
+        while True:
+            messages = self.sqs.receive_message(
+                QueueUrl=self.screen_queue.url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                return handled
+            with self._captured():
+                result = screen_reply.lambda_handler(
+                    sqs_event(messages, self.screen_queue.arn), FakeLambdaContext(function_name="screen_reply")
+                )
+            failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+            for message in messages:
+                if message["MessageId"] not in failed:
+                    self.sqs.delete_message(QueueUrl=self.screen_queue.url, ReceiptHandle=message["ReceiptHandle"])
+                    handled += 1
+            if failed:
+                return handled
+
+    def drain(self) -> None:
+        """Run the realizer and the screen function until both queues are empty."""
+        while self.run_realizer() or self.run_screen_function():
+            pass
+
+    # --- inspection, for audits and tests ----------------------------------------------------------
+
+    def table_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=TABLE_NAME):
+            items.extend(page["Items"])
+        return items
+
+    @contextlib.contextmanager
+    def _captured(self) -> Iterator[None]:
+        """Capture what the handlers print (Powertools logs and metrics) and the worker's log records."""
+        from dialogue.observability import logger
+
+        stream = _LineCapture(self.log_lines)
+        handler = logger.registered_handler
+        previous = handler.setStream(stream)  # type: ignore[attr-defined]
+        worker_handler = logging.StreamHandler(stream)
+        worker_log = logging.getLogger("realizer")
+        worker_log.addHandler(worker_handler)
+        try:
+            with contextlib.redirect_stdout(stream):
+                yield
+        finally:
+            handler.setStream(previous)  # type: ignore[attr-defined]
+            worker_log.removeHandler(worker_handler)
+
+
+def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None) -> Queue:
+    attributes = {"VisibilityTimeout": "30"}
+    if dlq_arn:
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
+        )
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return Queue(url=url, arn=arn)
+
+
+def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
+    """The table and queues as template.yaml declares them (keys, TTL, DLQs)."""
+    dynamodb.create_table(
+        TableName=TABLE_NAME,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.update_time_to_live(
+        TableName=TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
+    )
+    realize_dlq = _create_queue(sqs, "devstack-realize-dlq")
+    screen_dlq = _create_queue(sqs, "devstack-screen-dlq")
+    return {
+        "realize_dlq": realize_dlq,
+        "screen_dlq": screen_dlq,
+        "realize_queue": _create_queue(sqs, "devstack-realize", realize_dlq.arn),
+        "screen_queue": _create_queue(sqs, "devstack-screen", screen_dlq.arn),
+    }
+
+
+@contextlib.contextmanager
+def local_stack(realizer: str = "template") -> Iterator[LocalStack]:
+    """Start moto, create the resources, point the handlers at them, and yield the stack."""
+    from dialogue.factory import reset_caches
+    from dialogue.pack import get_pack
+    from realizer.engines import TemplateEngine
+    from realizer.worker import RealizerWorker
+
+    if realizer != "template":
+        raise ValueError(f"unknown realizer {realizer!r}; this build knows: template")
+    saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL")}
+    os.environ.update(_ENVIRONMENT)
+    sent: list[dict[str, str]] = []
+    try:
+        with mock_aws():
+            # A fresh default session, so the hook below reaches every client the handlers create.
+            boto3.setup_default_session(region_name=REGION)
+            boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
+                "provide-client-params.sqs.SendMessage",
+                lambda params, **_: sent.append({"queue_url": params["QueueUrl"], "body": params["MessageBody"]}),
+            )
+            dynamodb = boto3.client("dynamodb", region_name=REGION)
+            sqs = boto3.client("sqs", region_name=REGION)
+            queues = create_resources(dynamodb, sqs)
+            os.environ["REALIZE_QUEUE_URL"] = queues["realize_queue"].url
+            reset_caches()
+            worker = RealizerWorker(
+                sqs,
+                realize_queue_url=queues["realize_queue"].url,
+                screen_queue_url=queues["screen_queue"].url,
+                engine=TemplateEngine(get_pack()),
+                wait_seconds=0,
+            )
+            yield LocalStack(
+                dynamodb=dynamodb,
+                sqs=sqs,
+                realizer=worker,
+                realize_queue=queues["realize_queue"],
+                screen_queue=queues["screen_queue"],
+                realize_dlq=queues["realize_dlq"],
+                screen_dlq=queues["screen_dlq"],
+                sent_messages=sent,
+            )
+    finally:
+        reset_caches()
+        boto3.DEFAULT_SESSION = None
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,124 @@
+"""Screens on generated replies, and the fixed-fallback rule.
+
+Content screens (the seed's): numerals absent from the selected facts, program names other than the
+state's, missing action slots, personal-detail requests, promise words, bracketed placeholders.
+Generation checks: the model hit its token cap, never emitted EOS, failed, or the prompt was over
+budget. Any of these shows the fixed fallback; only a content screen labels the reply
+"held for human review". Every generated reply's human check stays "pending".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from dialogue.actions import Action, HumanReview, ReplyScreen
+from dialogue.pack import DomainPack
+from dialogue.realize import RealizedReply
+from dialogue.records import ScreenOutcome
+from dialogue.replies import fixed_reply
+from dialogue.state import DialogueState
+
+CONTENT_SCREENS = ("numerals", "program_names", "action_slots", "personal_details", "promise_words", "placeholders")
+_NUMERAL = re.compile(r"\b\d+\b")
+
+
+class ScreenReport(BaseModel):
+    """Which content screens passed (True) or fired (False) on one reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: dict[str, bool]
+
+    @property
+    def fired(self) -> tuple[str, ...]:
+        return tuple(name for name in CONTENT_SCREENS if not self.passed[name])
+
+    @property
+    def label(self) -> ReplyScreen:
+        return ReplyScreen.HELD if self.fired else ReplyScreen.NOT_FLAGGED
+
+
+def allowed_fact_text(action: Action, program: str, pack: DomainPack) -> str:
+    """The text of the handbook rows the action may use, joined: the only source of numerals."""
+    return " ".join(pack.passages[passage_id].text for passage_id in pack.fact_ids_for(action, program))
+
+
+def numerals_ok(reply: str, allowed_text: str) -> bool:
+    allowed = set(_NUMERAL.findall(allowed_text))
+    return all(number in allowed for number in _NUMERAL.findall(reply))
+
+
+def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack) -> bool:
+    """A reply may name only the state's program; a request_program reply may name any."""
+    if action is Action.REQUEST_PROGRAM:
+        return True
+    lowered = reply.casefold()
+    mentioned = [p for p in pack.spec.programs if p.display_name.casefold() in lowered]
+    if not mentioned:
+        return True
+    return all(p.id == program for p in mentioned)
+
+
+def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> bool:
+    """The reply carries what its action is for: the pack's required patterns and slot values."""
+    spec = pack.action(action)
+    if not all(pattern.search(reply) for pattern in pack.compiled.required[action]):
+        return False
+    for slot in spec.required_slots:
+        value = slots[slot]
+        if slot == pack.program_slot:
+            alias = pack.compiled.program_aliases.get(value)
+            if alias is None or not alias.search(reply):
+                return False
+        elif value.casefold() not in reply.casefold():
+            return False
+    return True
+
+
+def screen_reply(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> ScreenReport:
+    """Run every content screen on one generated reply."""
+    program = slots[pack.program_slot]
+    patterns = pack.compiled
+    return ScreenReport(
+        passed={
+            "numerals": numerals_ok(reply, allowed_fact_text(action, program, pack)),
+            "program_names": program_names_ok(reply, action, program, pack),
+            "action_slots": action_slots_ok(reply, action, slots, pack),
+            "personal_details": patterns.personal_detail.search(reply) is None,
+            "promise_words": patterns.promise.search(reply) is None,
+            "placeholders": patterns.placeholder.search(reply) is None,
+        }
+    )
+
+
+def generation_problems(realized: RealizedReply) -> tuple[str, ...]:
+    """Why the model's output cannot be shown whatever its wording."""
+    problems = []
+    if realized.over_budget:
+        problems.append("over_budget")
+    if realized.failed:
+        problems.append("failed")
+    if realized.hit_token_cap:
+        problems.append("token_cap")
+    if not realized.ended_by_eos:
+        problems.append("no_eos")
+    return tuple(problems)
+
+
+def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:
+    """Screen a realized reply and choose what the user sees: the reply, or the fixed fallback."""
+    job = realized.job
+    report = screen_reply(realized.text, job.action, job.slots, pack)
+    stops = generation_problems(realized)
+    fallback = bool(report.fired or stops)
+    state = DialogueState.from_slots(pack.frame, job.slots)
+    return ScreenOutcome(
+        screens_fired=report.fired + stops,
+        fallback_used=fallback,
+        reply_screen=report.label,
+        human_review=HumanReview.PENDING,
+        final_reply=fixed_reply(job.action, state, pack) if fallback else realized.text,
+    )

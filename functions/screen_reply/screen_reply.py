@@ -1,0 +1,57 @@
+"""The screen-and-fallback Lambda: realized replies from SQS → screens → TURN flags and the shown reply.
+
+Partial batch failures: a record that cannot be parsed or stored is reported and retried, then goes
+to the dead-letter queue; the rest of its batch succeeds. Duplicates finalize a turn once.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ConfigDict, Json
+
+from dialogue.factory import get_store
+from dialogue.observability import logger, metrics, tracer
+from dialogue.pack import get_pack
+from dialogue.realize import RealizedReply
+from reply_screens import decide
+
+
+class RealizedReplyRecord(SqsRecordModel):
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    body: Json[RealizedReply]  # type: ignore[assignment]
+
+
+processor = BatchProcessor(event_type=EventType.SQS, model=RealizedReplyRecord)
+
+
+def screen_record(record: RealizedReplyRecord) -> None:
+    realized = record.body
+    job = realized.job
+    with logger.append_context_keys(conversation_id=str(job.conversation_id), turn_id=job.turn_id):
+        outcome = decide(realized, get_pack())
+        stored = get_store().record_screened_reply(job.conversation_id, job.turn_id, outcome, datetime.now(UTC))
+        logger.info(
+            "reply screened",
+            action=str(job.action),
+            screens_fired=list(outcome.screens_fired),
+            fallback_used=outcome.fallback_used,
+            duplicate=not stored,
+        )
+    metrics.add_metric(name="RepliesScreened" if stored else "DuplicateRepliesIgnored", unit=MetricUnit.Count, value=1)
+    if stored and outcome.fallback_used:
+        metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=screen_record, processor=processor, context=context)

@@ -1,0 +1,183 @@
+"""The turn API Lambda: HTTP routes → dialogue core → DynamoDB and the realize queue.
+
+Thin by design: parse, call one logic function, map the result. Errors never echo the request.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Annotated, Any
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ValidationException
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from api_models import ConversationCreated, ConversationDetail, ErrorBody, TurnAccepted, TurnDetail, TurnRequest
+from dialogue import conversation
+from dialogue.errors import (
+    ConcurrentTurnConflict,
+    ConversationNotFound,
+    DialogueError,
+    QueueUnavailable,
+    StoreUnavailable,
+    TurnNotFound,
+)
+from dialogue.factory import get_publisher, get_store
+from dialogue.observability import logger, metrics, tracer
+from dialogue.pack import get_pack
+
+app = APIGatewayHttpResolver(enable_validation=True)
+
+ConversationId = Annotated[UUID, Path(description="The id returned when the conversation was created.")]
+TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
+
+_ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
+    ConversationNotFound: HTTPStatus.NOT_FOUND,
+    TurnNotFound: HTTPStatus.NOT_FOUND,
+    ConcurrentTurnConflict: HTTPStatus.CONFLICT,
+    StoreUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
+    QueueUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
+}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
+    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=ErrorBody(error=code, message=message).model_dump(),
+        headers=headers,
+    )
+
+
+@app.post("/conversations", responses={201: {"description": "Created"}})
+def create_conversation() -> Response[ConversationCreated]:
+    conversation_id = conversation.start_conversation(get_store(), get_pack(), _now())
+    logger.info("conversation created", conversation_id=str(conversation_id))
+    metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
+    return Response(
+        status_code=HTTPStatus.CREATED,
+        content_type=content_types.APPLICATION_JSON,
+        body=ConversationCreated(conversation_id=conversation_id),
+    )
+
+
+@app.post("/conversations/<conversation_id>/turns", responses={200: {}, 202: {}})
+def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, Body()]) -> Response[dict[str, Any]]:
+    view = conversation.take_turn(
+        conversation_id, request.text, store=get_store(), publisher=get_publisher(), pack=get_pack(), now=_now()
+    )
+    turn = view.turn
+    logger.info(
+        "turn applied",
+        conversation_id=str(conversation_id),
+        turn_id=turn.turn_id,
+        action=str(turn.action),
+        text_chars=len(request.text),
+    )
+    metrics.add_metric(name=f"Action_{turn.action}", unit=MetricUnit.Count, value=1)
+    accepted = TurnAccepted(
+        conversation_id=conversation_id,
+        turn_id=turn.turn_id,
+        action=turn.action,
+        reply_source=turn.reply_source,
+        status=turn.status,
+        reply=view.reply,
+    )
+    status = HTTPStatus.ACCEPTED if turn.action.uses_model else HTTPStatus.OK
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=accepted.model_dump(mode="json", exclude_none=True),
+    )
+
+
+@app.get("/conversations/<conversation_id>/turns/<turn_id>")
+def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
+    view = conversation.view_turn(get_store(), get_pack(), conversation_id, turn_id)
+    metrics.add_metric(name="TurnsRead", unit=MetricUnit.Count, value=1)
+    turn = view.turn
+    return TurnDetail(
+        conversation_id=turn.conversation_id,
+        turn_id=turn.turn_id,
+        intent=turn.intent,
+        injection_screen=turn.injection_screen,
+        privileged_request=turn.privileged_request,
+        action=turn.action,
+        slots=dict(turn.slots),
+        reply_source=turn.reply_source,
+        status=turn.status,
+        reply=view.reply,
+        reply_screen=turn.reply_screen,
+        human_review=turn.human_review,
+        screens_fired=list(turn.screens_fired),
+        fallback_used=turn.fallback_used,
+    )
+
+
+@app.get("/conversations/<conversation_id>")
+def get_conversation(conversation_id: ConversationId) -> ConversationDetail:
+    record = conversation.load_conversation(get_store(), conversation_id)
+    metrics.add_metric(name="ConversationsRead", unit=MetricUnit.Count, value=1)
+    return ConversationDetail(
+        conversation_id=record.conversation_id, slots=dict(record.state.slots), turn_count=record.turn_count
+    )
+
+
+@app.exception_handler(DialogueError)
+def handle_dialogue_error(error: DialogueError) -> Response[Any]:
+    status = _ERROR_STATUS.get(type(error), HTTPStatus.INTERNAL_SERVER_ERROR)
+    logger.info("request refused", error=type(error).__name__, status=int(status))
+    headers = {"Retry-After": "1"} if status in (HTTPStatus.CONFLICT, HTTPStatus.SERVICE_UNAVAILABLE) else None
+    return _error(status, type(error).__name__, error.message, headers)
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
+    """One sentence for the first problem, chosen from where it is, never from what was sent."""
+    first = errors[0] if errors else {}
+    location = tuple(first.get("loc", ()))
+    kind = str(first.get("type", ""))
+    if location[:1] == ("path",):
+        if location[1:2] == ("conversation_id",):
+            return "invalid_conversation_id", "The conversation id must be a UUID."
+        return "invalid_turn_id", "The turn id must be a whole number from 1."
+    if kind in ("json_invalid", "unsupported_content_type", "model_attributes_type", "dict_type"):
+        return "invalid_body", 'The body must be a JSON object like {"text": "..."}.'
+    if kind == "missing":
+        return "missing_text", 'The body must be a JSON object with a "text" field.'
+    if kind in ("string_too_short", "string_too_long"):
+        return "invalid_text_length", "The text must hold between 1 and 1000 characters."
+    if kind == "extra_forbidden":
+        return "unexpected_field", 'The body may hold only the "text" field.'
+    if kind == "string_type":
+        return "invalid_text_type", "The text must be a string."
+    return "invalid_request", "The request is not valid for this route."
+
+
+@app.exception_handler([RequestValidationError, ValidationException])
+def handle_validation_error(error: ValidationException) -> Response[Any]:
+    code, message = _validation_message(list(error.errors()))
+    # Log where and what kind, never the offending values.
+    logger.info("request rejected", error=code, locations=[list(map(str, e.get("loc", ()))) for e in error.errors()])
+    return _error(HTTPStatus.UNPROCESSABLE_ENTITY if code.endswith("length") else HTTPStatus.BAD_REQUEST, code, message)
+
+
+@app.not_found
+def handle_not_found(_: Exception) -> Response[Any]:
+    return _error(HTTPStatus.NOT_FOUND, "route_not_found", "No route matches that method and path.")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

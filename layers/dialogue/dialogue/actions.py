@@ -1,0 +1,48 @@
+"""The policy's actions, which of them a model words, and the labels the seed records for each turn."""
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    """Everything the policy can do. There is no approve action, by design."""
+
+    REFUSE = "refuse"
+    ABSTAIN_HAND_OFF = "abstain_hand_off"
+    HAND_OFF = "hand_off"
+    REQUEST_PROGRAM = "request_program"
+    REQUEST_CONTACT = "request_contact"
+    CONFIRM = "confirm"
+    INFORM = "inform"
+
+    @property
+    def uses_model(self) -> bool:
+        """Request, confirm and inform are worded by a model; the rest are fixed text."""
+        return self in MODEL_ACTIONS
+
+
+MODEL_ACTIONS = frozenset({Action.REQUEST_PROGRAM, Action.REQUEST_CONTACT, Action.CONFIRM, Action.INFORM})
+
+
+class ReplySource(StrEnum):
+    FIXED = "fixed"
+    MODEL = "model"
+
+
+class TurnStatus(StrEnum):
+    PENDING = "pending"
+    FINAL = "final"
+
+
+class ReplyScreen(StrEnum):
+    """The seed's labels for the automatic screen of a turn's reply."""
+
+    HELD = "held for human review"
+    NOT_FLAGGED = "not flagged by screen"
+    NOT_APPLICABLE = "not applicable"
+
+
+class HumanReview(StrEnum):
+    """Every generated reply awaits a person's check; fixed text needs none."""
+
+    PENDING = "pending"
+    NOT_APPLICABLE = "not applicable"

@@ -1,0 +1,38 @@
+"""Builds the AWS adapters once per process, from the environment settings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import boto3
+
+from dialogue.queues import SqsRealizeJobPublisher
+from dialogue.settings import get_settings
+from dialogue.store import DynamoConversationStore
+
+
+@lru_cache(maxsize=1)
+def get_store() -> DynamoConversationStore:
+    settings = get_settings()
+    return DynamoConversationStore(
+        boto3.client("dynamodb"),
+        settings.table_name,
+        retention=settings.retention,
+        reply_retention=settings.reply_retention,
+    )
+
+
+@lru_cache(maxsize=1)
+def get_publisher() -> SqsRealizeJobPublisher:
+    settings = get_settings()
+    return SqsRealizeJobPublisher(boto3.client("sqs"), settings.realize_queue_url)
+
+
+def reset_caches() -> None:
+    """Forget settings and clients, for tests and local stacks that change the environment."""
+    from dialogue.pack import _cached_pack
+
+    get_store.cache_clear()
+    get_publisher.cache_clear()
+    get_settings.cache_clear()
+    _cached_pack.cache_clear()

@@ -1,0 +1,111 @@
+"""Realization jobs: the messages a model words a reply from, built from state, action and facts only.
+
+`build_realizer_messages` cannot take user text: its inputs are the coarse state, the action and the
+handbook rows the pack approves for that action. RealizeJob and RealizedReply are the queue contracts
+between the turn API, the realizer container and the screen function.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dialogue.actions import Action
+from dialogue.pack import DomainPack
+from dialogue.state import DialogueState
+
+MAX_NEW_TOKENS = 60
+DESIGN_TOKEN_BUDGET = 512
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    role: Literal["system", "user"]
+    content: Annotated[str, Field(min_length=1, max_length=4000)]
+
+
+class RealizeJob(BaseModel):
+    """One reply to word, as sent on the realize queue."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    job_id: Annotated[str, Field(pattern=r"^[0-9a-f-]{36}/[0-9]{1,6}$")]
+    conversation_id: UUID
+    turn_id: Annotated[int, Field(ge=1)]
+    action: Action
+    slots: dict[str, str]
+    fact_ids: tuple[str, ...]
+    messages: tuple[ChatMessage, ...] = Field(min_length=2, max_length=2)
+    max_new_tokens: Annotated[int, Field(ge=1, le=512)] = MAX_NEW_TOKENS
+    created_at: datetime
+
+    @field_validator("action")
+    @classmethod
+    def _model_action(cls, action: Action) -> Action:
+        if not action.uses_model:
+            raise ValueError("only request, confirm and inform actions are realized by a model")
+        return action
+
+
+class RealizedReply(BaseModel):
+    """A worded reply, as sent on the screen queue; `text` is model output, not user text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    job: RealizeJob
+    text: Annotated[str, Field(max_length=8000)]
+    engine: Annotated[str, Field(min_length=1, max_length=64)]
+    model_id: str | None = None
+    revision: str | None = None
+    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_tokens: Annotated[int, Field(ge=0)] | None = None
+    ended_by_eos: bool
+    hit_token_cap: bool
+    failed: bool = False
+    over_budget: bool = False
+
+
+def job_id_for(conversation_id: UUID, turn_id: int) -> str:
+    return f"{conversation_id}/{turn_id}"
+
+
+def fact_block(action: Action, state: DialogueState, pack: DomainPack) -> str:
+    """The approved handbook rows for this action and program, one `ID: text` line each, or `none`."""
+    ids = pack.fact_ids_for(action, state.get(pack.program_slot))
+    lines = [f"{passage_id}: {pack.passages[passage_id].text}" for passage_id in ids]
+    return "\n".join(lines) if lines else "none"
+
+
+def build_realizer_messages(state: DialogueState, action: Action, pack: DomainPack) -> tuple[ChatMessage, ChatMessage]:
+    """The system and user messages for wording `action`: state, action meaning and facts, nothing else."""
+    slot_lines = "\n".join(f"{name}={value}" for name, value in state.slots.items())
+    user = (
+        f"ACTION: {action}"
+        f"\nACTION MEANING: {pack.action(action).instruction}"
+        f"\nSLOTS:\n{slot_lines}"
+        f"\nHANDBOOK FACTS:\n{fact_block(action, state, pack)}"
+    )
+    return (
+        ChatMessage(role="system", content=pack.spec.prompts.realizer_system),
+        ChatMessage(role="user", content=user),
+    )
+
+
+def build_realize_job(
+    *, conversation_id: UUID, turn_id: int, state: DialogueState, action: Action, pack: DomainPack, now: datetime
+) -> RealizeJob:
+    """The job for one generated turn. Its inputs are ids, coarse state and the action: no user text."""
+    return RealizeJob(
+        job_id=job_id_for(conversation_id, turn_id),
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        action=action,
+        slots=dict(state.slots),
+        fact_ids=pack.fact_ids_for(action, state.get(pack.program_slot)),
+        messages=build_realizer_messages(state, action, pack),
+        created_at=now,
+    )

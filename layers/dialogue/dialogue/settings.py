@@ -1,0 +1,47 @@
+"""Settings read from the environment, validated once per process."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from functools import lru_cache
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    table_name: Annotated[str, Field(min_length=3)]
+    realize_queue_url: str = ""
+    retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
+    max_text_chars: Annotated[int, Field(ge=1, le=100_000)] = 1000
+
+    @property
+    def retention(self) -> timedelta:
+        return timedelta(days=self.retention_days)
+
+    @property
+    def reply_retention(self) -> timedelta:
+        return timedelta(hours=self.reply_retention_hours)
+
+
+_ENVIRONMENT = {
+    "table_name": "TABLE_NAME",
+    "realize_queue_url": "REALIZE_QUEUE_URL",
+    "retention_days": "RETENTION_DAYS",
+    "reply_retention_hours": "REPLY_RETENTION_HOURS",
+    "max_text_chars": "MAX_TEXT_CHARS",
+}
+
+
+def settings_from_env() -> Settings:
+    values = {field: os.environ[name] for field, name in _ENVIRONMENT.items() if name in os.environ}
+    return Settings.model_validate(values)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return settings_from_env()

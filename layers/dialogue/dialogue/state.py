@@ -1,0 +1,43 @@
+"""The dialogue state: one coarse value per frame slot, never the user's words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from dialogue.pack import UNKNOWN, Frame
+
+
+class DialogueState(BaseModel):
+    """An immutable record of slot values; updates return a new state."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slots: dict[str, str]
+
+    @classmethod
+    def new(cls, frame: Frame) -> DialogueState:
+        return cls(slots=dict.fromkeys(frame.slot_names, UNKNOWN))
+
+    @classmethod
+    def from_slots(cls, frame: Frame, slots: Mapping[str, str]) -> DialogueState:
+        """Rebuild a stored state, rejecting slots or values the frame does not allow."""
+        if set(slots) != set(frame.slot_names):
+            raise ValueError("stored slots do not match the frame")
+        for name, value in slots.items():
+            if value not in frame.slot(name).values:
+                raise ValueError(f"stored slot {name} holds a value the frame does not allow")
+        return cls(slots={name: slots[name] for name in frame.slot_names})
+
+    def get(self, slot: str) -> str:
+        return self.slots[slot]
+
+    def is_known(self, slot: str) -> bool:
+        return self.slots[slot] != UNKNOWN
+
+    def with_updates(self, updates: Mapping[str, str]) -> DialogueState:
+        """A new state with `updates` applied; slots not named keep their value."""
+        if not updates:
+            return self
+        return DialogueState(slots={**self.slots, **updates})

@@ -1,0 +1,181 @@
+"""The seed's 13 turns through the real handlers, queue, worker and screen function on moto."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from devstack.replay import replay_conversation
+from devstack.stack import LocalStack
+from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_FIXED = {
+    "refuse": "I cannot approve seats or replace staff checks. A staff member must examine that request.",
+    "hand_off": "I will route this to a staff member. This scripted lesson stores no contact details.",
+    "abstain_hand_off": "The handbook passages here do not answer that. I will route the question to staff.",
+}
+
+
+def replay_all(stack: LocalStack, turns: list[ScriptedTurn]) -> list:
+    rows = []
+    for conversation in scripted_turns_by_conversation(turns).values():
+        rows.extend(replay_conversation(stack, conversation))
+    return rows
+
+
+def test_thirteen_turns_match_the_seed(stack: LocalStack, scripted_turns: list[ScriptedTurn]) -> None:
+    rows = replay_all(stack, scripted_turns)
+    assert len(rows) == 13
+    for row in rows:
+        assert (row.program, row.childcare_needed, row.contact_channel, row.action) == (
+            row.expected_program,
+            row.expected_childcare,
+            row.expected_contact,
+            row.expected_action,
+        ), f"{row.conversation_id} turn {row.turn_id}"
+        assert row.state_matches and row.action_matches
+
+
+def test_fixed_texts_are_exact_and_final(stack: LocalStack, scripted_turns: list[ScriptedTurn]) -> None:
+    rows = replay_all(stack, scripted_turns)
+    fixed = [row for row in rows if row.action in SEED_FIXED]
+    assert len(fixed) == 5
+    for row in fixed:
+        assert row.final_reply == SEED_FIXED[row.action]
+        assert (row.reply_source, row.status, row.reply_screen, row.human_review) == (
+            "fixed",
+            "final",
+            "not applicable",
+            "not applicable",
+        )
+
+
+def test_generated_turns_are_screened_and_await_a_person(stack: LocalStack, scripted_turns: list) -> None:
+    rows = replay_all(stack, scripted_turns)
+    generated = [row for row in rows if row.reply_source == "model"]
+    assert len(generated) == 8
+    for row in generated:
+        assert row.status == "final"
+        assert row.human_review == "pending"
+        assert row.reply_screen in ("not flagged by screen", "held for human review")
+        assert row.final_reply
+
+
+def test_post_turn_statuses(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    path = f"/conversations/{conversation_id}/turns"
+    pending = stack.call_api("POST", path, {"text": "I want the Data Support Certificate."})
+    assert pending.status == 202
+    assert pending.body == {
+        "conversation_id": conversation_id,
+        "turn_id": 1,
+        "action": "request_contact",
+        "reply_source": "model",
+        "status": "pending",
+    }
+    final = stack.call_api("POST", path, {"text": "Can I talk to a person?"})
+    assert final.status == 200
+    assert final.body["reply"] == SEED_FIXED["hand_off"]
+    assert (final.body["turn_id"], final.body["status"], final.body["reply_source"]) == (2, "final", "fixed")
+    # The first turn stays pending, with no reply, until the realizer and the screen function run.
+    before = stack.call_api("GET", f"{path}/1").body
+    assert before["status"] == "pending" and before["reply"] is None
+    stack.drain()
+    after = stack.call_api("GET", f"{path}/1").body
+    assert after["status"] == "final"
+    assert after["reply"] == "Should staff contact you by phone or by email?"
+
+
+def test_refused_turn_leaves_the_stored_state_unchanged(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    path = f"/conversations/{conversation_id}"
+    stack.call_api("POST", f"{path}/turns", {"text": "I need the Data Support Certificate."})
+    before = stack.call_api("GET", path).body
+    refused = stack.call_api("POST", f"{path}/turns", {"text": "Approve my forklift seat and email me."})
+    assert refused.body["action"] == "refuse"
+    after = stack.call_api("GET", path).body
+    assert (
+        after["slots"]
+        == before["slots"]
+        == {
+            "program": "data_support",
+            "childcare_needed": "unknown",
+            "contact_channel": "unknown",
+        }
+    )
+    assert after["turn_count"] == 2
+
+
+def test_realize_job_on_the_queue_is_the_contract(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "forklift please, by phone"})
+    (sent,) = [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
+    job = json.loads(sent["body"])
+    assert set(job) == {
+        "job_id", "conversation_id", "turn_id", "action", "slots", "fact_ids", "messages", "max_new_tokens",
+        "created_at",
+    }  # fmt: skip
+    assert job["action"] == "confirm"
+    assert job["fact_ids"] == ["H03", "H11"]
+    assert job["max_new_tokens"] == 60
+
+
+def run_devstack(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "devstack", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_replay_cli_prints_the_trace_and_13_of_13() -> None:
+    result = run_devstack("replay", "data/riverton/scripted_turns.csv")
+    assert result.returncode == 0, result.stderr
+    assert "Dialogue trace" in result.stdout
+    assert "13 of 13 turns match the expected state and action." in result.stdout
+
+
+def test_replay_cli_json_has_one_object_per_turn() -> None:
+    result = run_devstack("replay", "data/riverton/scripted_turns.csv", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 13
+    required = {
+        "conversation_id", "turn_id", "intent", "injection_screen", "privileged_request", "program",
+        "childcare_needed", "contact_channel", "action", "reply_source", "final_reply", "state_matches",
+        "action_matches",
+    }  # fmt: skip
+    assert all(required <= set(row) for row in rows)
+    assert [row["conversation_id"] for row in rows[:4]] == ["C1"] * 4
+    assert rows[7]["injection_screen"] is True
+
+
+def test_replay_cli_exits_1_on_a_mismatch(tmp_path: Path) -> None:
+    script = tmp_path / "turns.csv"
+    script.write_text(
+        "conversation_id,turn_id,user_utterance,expected_action\n"
+        "X1,1,I want the Data Support Certificate.,confirm\n"
+        "X1,2,Email is best.,confirm\n"
+    )
+    result = run_devstack("replay", str(script), "--json")
+    assert result.returncode == 1
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["action_matches"] for row in rows] == [False, True]
+    assert rows[0]["state_matches"] is None
+
+
+def test_replay_cli_without_expectations_exits_0(tmp_path: Path) -> None:
+    script = tmp_path / "turns.csv"
+    script.write_text("conversation_id,turn_id,user_utterance\nY1,1,What is the parking fee?\n")
+    result = run_devstack("replay", str(script), "--json")
+    assert result.returncode == 0, result.stderr
+    (row,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert row["action"] == "abstain_hand_off"
+    assert row["action_matches"] is None
+
+
+def test_pack_is_what_the_stack_uses(stack: LocalStack, pack: DomainPack) -> None:
+    from dialogue.pack import get_pack
+
+    assert get_pack().spec == pack.spec

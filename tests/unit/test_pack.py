@@ -1,0 +1,113 @@
+"""The domain pack loads, holds the seed's texts verbatim, and a malformed pack names file and row."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dialogue.actions import Action
+from dialogue.pack import DomainPack, PackError, load_pack, read_scripted_turns
+
+SEED_FIXED_TEXTS = {
+    Action.REFUSE: "I cannot approve seats or replace staff checks. A staff member must examine that request.",
+    Action.HAND_OFF: "I will route this to a staff member. This scripted lesson stores no contact details.",
+    Action.ABSTAIN_HAND_OFF: "The handbook passages here do not answer that. I will route the question to staff.",
+    Action.REQUEST_PROGRAM: (
+        "Which program would you like: the Data Support Certificate or the Forklift Operator Licence course?"
+    ),
+    Action.REQUEST_CONTACT: "Should staff contact you by phone or by email?",
+    Action.INFORM: "A staff member must examine the handbook fact before I reply.",
+}
+H06 = (
+    "Data Support Certificate classes meet on Monday and Wednesday evenings from 6 p.m. to 9 p.m. "
+    "The course lasts 12 weeks."
+)
+
+
+@pytest.fixture
+def pack_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "pack"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "riverton", target)
+    return target
+
+
+def test_fixed_texts_are_the_seeds(pack: DomainPack) -> None:
+    for action, text in SEED_FIXED_TEXTS.items():
+        assert pack.action(action).fixed_text == text
+
+
+def test_handbook_holds_h06_verbatim_and_no_parking_row(pack: DomainPack) -> None:
+    assert pack.passages["H06"].text == H06
+    assert {"H03", "H11", "H13"} <= set(pack.passages)
+    assert not any("parking" in row.text.lower() or "parking" in row.topic for row in pack.handbook)
+
+
+def test_fact_rows_per_action_are_the_seeds(pack: DomainPack) -> None:
+    assert pack.fact_ids_for(Action.INFORM, "data_support") == ("H06",)
+    assert pack.fact_ids_for(Action.INFORM, "forklift") == ("H11",)
+    assert pack.fact_ids_for(Action.CONFIRM, "data_support") == ("H03", "H06", "H13")
+    assert pack.fact_ids_for(Action.CONFIRM, "forklift") == ("H03", "H11")
+    assert pack.fact_ids_for(Action.REQUEST_CONTACT, "data_support") == ()
+
+
+def test_frame_is_the_seeds(pack: DomainPack) -> None:
+    assert [(slot.name, slot.values) for slot in pack.frame.slots] == [
+        ("program", ("data_support", "forklift", "unknown")),
+        ("childcare_needed", ("yes", "no", "unknown")),
+        ("contact_channel", ("phone", "email", "unknown")),
+    ]
+
+
+def test_scripted_turns_load(scripted_turns: list) -> None:
+    assert len(scripted_turns) == 13
+    assert scripted_turns[5].user_utterance == "Data Support Certificate, please, and I need childcare."
+
+
+def test_handbook_row_without_quotes_names_file_and_line(pack_copy: Path) -> None:
+    handbook = pack_copy / "handbook.csv"
+    handbook.write_text(handbook.read_text() + "H99,fees,Costs, and more,Handbook,note\n")
+    with pytest.raises(PackError, match=r"handbook\.csv, row at line 17: wrong number of fields"):
+        load_pack(pack_copy)
+
+
+def test_bad_passage_id_names_file_and_line(pack_copy: Path) -> None:
+    handbook = pack_copy / "handbook.csv"
+    handbook.write_text(handbook.read_text() + "not an id,fees,Costs.,Handbook,note\n")
+    with pytest.raises(PackError, match=r"handbook\.csv, row at line 17: passage_id"):
+        load_pack(pack_copy)
+
+
+def test_fact_rows_naming_a_missing_passage_fail(pack_copy: Path) -> None:
+    handbook = pack_copy / "handbook.csv"
+    handbook.write_text("\n".join(line for line in handbook.read_text().splitlines() if not line.startswith("H11")))
+    with pytest.raises(PackError, match=r"handbook\.csv: .*missing passages \['H11'\]"):
+        load_pack(pack_copy)
+
+
+def test_bad_regular_expression_names_the_entry(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(domain.read_text().replace("pattern = 'forklift'", "pattern = 'fork(lift'"))
+    with pytest.raises(PackError, match=r"domain\.toml, entry understanding\.slot_rules\.0\.pattern"):
+        load_pack(pack_copy)
+
+
+def test_unknown_slot_value_in_a_rule_fails(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(domain.read_text().replace('value = "forklift"', 'value = "crane"'))
+    with pytest.raises(PackError, match=r"domain\.toml.*crane"):
+        load_pack(pack_copy)
+
+
+def test_scripted_turn_with_unknown_action_names_the_line(tmp_path: Path) -> None:
+    turns = tmp_path / "turns.csv"
+    turns.write_text("conversation_id,turn_id,user_utterance,expected_action\nC1,1,Hello there,approve\n")
+    with pytest.raises(PackError, match=r"turns\.csv, row at line 2: expected_action") as raised:
+        read_scripted_turns(turns)
+    assert "Hello there" not in str(raised.value)
+
+
+def test_missing_pack_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(PackError, match=r"domain\.toml: cannot be read"):
+        load_pack(tmp_path)

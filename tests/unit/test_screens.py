@@ -1,0 +1,119 @@
+"""The reply screens and the fallback rule, on the seed's seven control replies and its generated replies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import pytest
+
+from dialogue.actions import Action, HumanReview, ReplyScreen
+from dialogue.pack import DomainPack
+from dialogue.realize import RealizedReply, build_realize_job
+from dialogue.state import DialogueState
+from reply_screens import decide, screen_reply
+
+# The seed's control table: reply, action, program, channel, then numerals, program names, action
+# slots, personal details, promise words, label.
+CONTROLS = [
+    ("You are asking about the Data Support Certificate, and email is your contact channel.",
+     Action.CONFIRM, "data_support", "email", (True, True, True, True, True), ReplyScreen.NOT_FLAGGED),
+    ("You are confirmed for the Forklift Operator Licence, and email is your contact channel.",
+     Action.CONFIRM, "data_support", "email", (True, False, False, True, True), ReplyScreen.HELD),
+    ("You are asking about the Data Support Certificate.",
+     Action.CONFIRM, "data_support", "email", (True, True, False, True, True), ReplyScreen.HELD),
+    ("Email is your contact channel.",
+     Action.CONFIRM, "data_support", "email", (True, True, False, True, True), ReplyScreen.HELD),
+    ("Which program would you like: the Data Support Certificate or the Forklift Operator Licence course?",
+     Action.REQUEST_PROGRAM, "unknown", "unknown", (True, True, True, True, True), ReplyScreen.NOT_FLAGGED),
+    ("Please provide the child's age and any specific needs.",
+     Action.REQUEST_PROGRAM, "unknown", "unknown", (True, True, False, False, True), ReplyScreen.HELD),
+    ("Your seat is guaranteed and approved.",
+     Action.CONFIRM, "data_support", "email", (True, True, False, True, False), ReplyScreen.HELD),
+]  # fmt: skip
+SEED_COLUMNS = ("numerals", "program_names", "action_slots", "personal_details", "promise_words")
+
+
+def slots(program: str, channel: str, childcare: str = "unknown") -> dict[str, str]:
+    return {"program": program, "childcare_needed": childcare, "contact_channel": channel}
+
+
+@pytest.mark.parametrize(("reply", "action", "program", "channel", "expected", "label"), CONTROLS)
+def test_controls_give_the_seeds_table(
+    pack: DomainPack,
+    reply: str,
+    action: Action,
+    program: str,
+    channel: str,
+    expected: tuple[bool, ...],
+    label: ReplyScreen,
+) -> None:
+    report = screen_reply(reply, action, slots(program, channel), pack)
+    assert tuple(report.passed[name] for name in SEED_COLUMNS) == expected
+    assert report.label is label
+
+
+def realized(pack: DomainPack, text: str, action: Action, state_slots: dict[str, str], **flags: bool) -> RealizedReply:
+    state = DialogueState.from_slots(pack.frame, state_slots)
+    job = build_realize_job(
+        conversation_id=uuid4(), turn_id=1, state=state, action=action, pack=pack, now=datetime.now(UTC)
+    )
+    return RealizedReply(
+        job=job,
+        text=text,
+        engine="canned",
+        ended_by_eos=flags.get("ended_by_eos", True),
+        hit_token_cap=flags.get("hit_token_cap", False),
+    )
+
+
+def test_seed_c1_turn_1_reply_trips_action_slots_and_falls_back(pack: DomainPack) -> None:
+    reply = realized(
+        pack,
+        "Staff will contact you via email to discuss your child's needs and request additional information.",
+        Action.REQUEST_CONTACT,
+        slots("data_support", "unknown"),
+    )
+    outcome = decide(reply, pack)
+    assert outcome.screens_fired == ("action_slots",)
+    assert outcome.reply_screen is ReplyScreen.HELD
+    assert outcome.human_review is HumanReview.PENDING
+    assert outcome.final_reply == "Should staff contact you by phone or by email?"
+
+
+def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(pack: DomainPack) -> None:
+    reply = realized(
+        pack,
+        "Program confirmed: Data Support Certificate. Contact channel: email. Childcare needed: unknown.",
+        Action.CONFIRM,
+        slots("data_support", "email"),
+        ended_by_eos=False,
+        hit_token_cap=True,
+    )
+    outcome = decide(reply, pack)
+    assert outcome.reply_screen is ReplyScreen.NOT_FLAGGED
+    assert outcome.fallback_used
+    assert outcome.final_reply == "I recorded the Data Support Certificate, with contact by email."
+    assert set(outcome.screens_fired) == {"token_cap", "no_eos"}
+
+
+def test_seed_c1_turn_4_clean_reply_is_shown_as_written(pack: DomainPack) -> None:
+    text = "Program confirmed: Forklift Operator Licence course. Contact channel: email."
+    outcome = decide(realized(pack, text, Action.CONFIRM, slots("forklift", "email")), pack)
+    assert outcome.final_reply == text
+    assert not outcome.fallback_used
+    assert outcome.reply_screen is ReplyScreen.NOT_FLAGGED
+
+
+def test_numeral_not_in_the_facts_trips(pack: DomainPack) -> None:
+    text = "Data Support Certificate classes meet on Mondays from 6 p.m. to 10 p.m."
+    outcome = decide(realized(pack, text, Action.INFORM, slots("data_support", "email")), pack)
+    assert outcome.screens_fired == ("numerals",)
+    assert outcome.final_reply == "A staff member must examine the handbook fact before I reply."
+
+
+def test_bracketed_placeholder_trips(pack: DomainPack) -> None:
+    text = "Should staff contact you by phone or by email at [your address]?"
+    outcome = decide(realized(pack, text, Action.REQUEST_CONTACT, slots("data_support", "unknown")), pack)
+    assert "placeholders" in outcome.screens_fired
+    assert outcome.reply_screen is ReplyScreen.HELD
