@@ -1,0 +1,133 @@
+"""The realizer worker and the screen function on moto: partial failures, duplicates, fallbacks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from devstack.events import FakeLambdaContext, sqs_event
+from devstack.stack import LocalStack
+from dialogue.realize import RealizedReply, RealizeJob
+
+
+def pending_turn(stack: LocalStack, text: str) -> tuple[str, RealizeJob]:
+    """Post a turn that needs wording; return its conversation and the job taken off the realize queue."""
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    response = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
+    assert response.status == 202
+    (message,) = stack.sqs.receive_message(QueueUrl=stack.realize_queue.url, MaxNumberOfMessages=10)["Messages"]
+    stack.sqs.delete_message(QueueUrl=stack.realize_queue.url, ReceiptHandle=message["ReceiptHandle"])
+    return conversation_id, RealizeJob.model_validate_json(message["Body"])
+
+
+def canned(job: RealizeJob, text: str, **flags: Any) -> str:
+    reply = RealizedReply(
+        job=job,
+        text=text,
+        engine="canned",
+        ended_by_eos=flags.get("ended_by_eos", True),
+        hit_token_cap=flags.get("hit_token_cap", False),
+    )
+    return reply.model_dump_json()
+
+
+def turn_detail(stack: LocalStack, conversation_id: str) -> dict[str, Any]:
+    return dict(stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body)
+
+
+def deliver(stack: LocalStack, bodies: list[str]) -> dict[str, Any]:
+    """Send bodies to the screen queue and hand them to the screen Lambda as one batch."""
+    for body in bodies:
+        stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody=body)
+    messages = stack.sqs.receive_message(
+        QueueUrl=stack.screen_queue.url, MaxNumberOfMessages=10, AttributeNames=["All"]
+    )["Messages"]
+    assert len(messages) == len(bodies)
+    import screen_reply
+
+    result = screen_reply.lambda_handler(sqs_event(messages, stack.screen_queue.arn), FakeLambdaContext())
+    ids = [message["MessageId"] for message in messages]
+    return {"result": result, "ids": ids, "bodies": [message["Body"] for message in messages]}
+
+
+def test_partial_batch_failure_reports_only_the_bad_record(stack: LocalStack) -> None:
+    # Given two pending turns and a malformed message between their replies
+    clean_id, clean_job = pending_turn(stack, "I want the Data Support Certificate.")
+    tripped_id, tripped_job = pending_turn(stack, "I want the Data Support Certificate.")
+    clean = canned(clean_job, "Should staff contact you by phone or by email?")
+    tripped = canned(tripped_job, "Staff will contact you via email to discuss your child's needs.")
+    # When the screen function gets all three in one batch
+    delivered = deliver(stack, [clean, '{"job": "not a job"}', tripped])
+    # Then only the malformed record is reported as failed
+    failed = [item["itemIdentifier"] for item in delivered["result"]["batchItemFailures"]]
+    bad_index = delivered["bodies"].index('{"job": "not a job"}')
+    assert failed == [delivered["ids"][bad_index]]
+    # And the clean reply is shown as written while the tripped one falls back and is held
+    shown = turn_detail(stack, clean_id)
+    assert (shown["status"], shown["reply"], shown["reply_screen"], shown["human_review"]) == (
+        "final",
+        "Should staff contact you by phone or by email?",
+        "not flagged by screen",
+        "pending",
+    )
+    held = turn_detail(stack, tripped_id)
+    assert held["reply"] == "Should staff contact you by phone or by email?"
+    assert (held["reply_screen"], held["screens_fired"], held["fallback_used"]) == (
+        "held for human review",
+        ["action_slots"],
+        True,
+    )
+
+
+def test_duplicate_delivery_finalizes_once(stack: LocalStack) -> None:
+    conversation_id, job = pending_turn(stack, "Forklift, by email please.")
+    first = canned(job, "I recorded the Forklift Operator Licence, with contact by email.")
+    second = canned(job, "Your seat is guaranteed.")
+    deliver(stack, [first])
+    result = deliver(stack, [second])["result"]
+    assert result["batchItemFailures"] == []
+    detail = turn_detail(stack, conversation_id)
+    assert detail["reply"] == "I recorded the Forklift Operator Licence, with contact by email."
+    assert detail["screens_fired"] == []
+    replies = [item for item in stack.table_items() if item["sk"]["S"].endswith("#REPLY")]
+    assert len(replies) == 1
+
+
+def test_token_cap_shows_fallback_but_is_not_flagged(stack: LocalStack) -> None:
+    conversation_id, job = pending_turn(stack, "Data Support Certificate by email")
+    deliver(stack, [canned(job, "I recorded the Data Support Certificate, email, and", ended_by_eos=False,
+                           hit_token_cap=True)])  # fmt: skip
+    detail = turn_detail(stack, conversation_id)
+    assert detail["reply"] == "I recorded the Data Support Certificate, with contact by email."
+    assert detail["reply_screen"] == "not flagged by screen"
+    assert set(detail["screens_fired"]) == {"token_cap", "no_eos"}
+
+
+def test_worker_answers_good_jobs_and_leaves_bad_ones(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "When does it meet?"})
+    stack.sqs.send_message(QueueUrl=stack.realize_queue.url, MessageBody=json.dumps({"job_id": "x"}))
+    answered = stack.realizer.poll_once()
+    assert answered == 1
+    screen_bodies = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.screen_queue.url]
+    assert len(screen_bodies) == 1
+    reply = RealizedReply.model_validate_json(screen_bodies[0])
+    assert reply.job.action == "request_program"
+    assert reply.engine == "template"
+    # The malformed job stays on the queue for a retry (and, past maxReceiveCount, the DLQ).
+    attributes = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.realize_queue.url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+def test_realize_job_rejects_unknown_fields(stack: LocalStack) -> None:
+    _, job = pending_turn(stack, "I want the Data Support Certificate.")
+    payload = json.loads(job.model_dump_json())
+    payload["user_text"] = "smuggled"
+    import pydantic
+    import pytest
+
+    with pytest.raises(pydantic.ValidationError) as raised:
+        RealizeJob.model_validate(payload)
+    assert "smuggled" not in str(raised.value)
