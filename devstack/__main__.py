@@ -1,15 +1,32 @@
-"""`python -m devstack replay FILE.csv [--realizer template] [--json]`: the whole pipeline offline."""
+"""`python -m devstack`: the whole pipeline offline, on moto.
+
+replay FILE.csv [--realizer NAME] [--json]   scripted turns through every component, seed's tables
+controls [FILE] [--json]                     the seed's control replies through the screens
+chat [--realizer NAME]                       talk to the assistant in the terminal
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from devstack.paths import add_project_paths
+from devstack.paths import PROJECT_ROOT, add_project_paths
+
+DEFAULT_CONTROLS = PROJECT_ROOT / "data" / "riverton" / "screen_controls.csv"
+ENGINE_LABELS = {"qwen": "Qwen realization", "vllm": "Qwen realization (vLLM)", "smollm": "SmolLM2 realization"}
+
+
+def _realizer(value: str) -> str:
+    from devstack.realizers import REALIZER_NAMES
+
+    if value in REALIZER_NAMES[:-1] or (value.startswith("canned:") and len(value) > len("canned:")):
+        return value
+    raise argparse.ArgumentTypeError(f"choose one of {', '.join(REALIZER_NAMES)}")
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from devstack.replay import ReplayError, replay_conversation, replies_table, summary_line, trace_table
+    from devstack import replay as tables
     from devstack.stack import local_stack
     from dialogue.pack import PackError, read_scripted_turns, scripted_turns_by_conversation
 
@@ -22,31 +39,85 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         with local_stack(realizer=args.realizer) as stack:
             for conversation in scripted_turns_by_conversation(turns).values():
-                rows.extend(replay_conversation(stack, conversation))
-    except ReplayError as error:
+                rows.extend(tables.replay_conversation(stack, conversation))
+    except (tables.ReplayError, ValueError) as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 1
     if args.json:
         for row in rows:
             print(row.model_dump_json())
     else:
-        print(trace_table(rows))
-        print()
-        print(replies_table(rows))
-        print()
-        print(summary_line(rows))
+        label = ENGINE_LABELS.get(args.realizer, f"{args.realizer.split(':')[0]} realization")
+        utterances = {(turn.conversation_id, turn.turn_id): turn.user_utterance for turn in turns}
+        first = rows[0].conversation_id if rows else ""
+        print(
+            "\n\n".join(
+                [
+                    tables.trace_table(rows),
+                    tables.token_table(rows),
+                    tables.replies_table(rows, label),
+                    tables.screens_table(rows, label),
+                    tables.shown_transcript(rows, utterances, first),
+                    tables.retained_table(rows),
+                    tables.summary_line(rows),
+                ]
+            )
+        )
     return 1 if any(row.matches is False for row in rows) else 0
+
+
+def _controls(args: argparse.Namespace) -> int:
+    from devstack.controls import read_controls, screen_controls
+    from devstack.replay import format_table
+    from dialogue.pack import PackError, get_pack
+
+    try:
+        results = screen_controls(read_controls(Path(args.file)), get_pack())
+    except PackError as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        for result in results:
+            print(result.model_dump_json())
+        return 0
+    headers = ["Control", "Control reply", "Action", "Program", "Contact channel", "Numerals", "Program names",
+               "Action slots", "Personal details", "Promise words", "Screen label"]  # fmt: skip
+    rows = [
+        [r.control_id, r.reply, r.action, r.program, r.contact_channel, r.numerals, r.program_names,
+         r.action_slots, r.personal_details, r.promise_words and r.placeholders, r.screen_label]
+        for r in results
+    ]  # fmt: skip
+    print(format_table("Control replies with labels from deterministic automatic checks", headers, rows))
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from devstack.chat import run_chat
+
+    return run_chat(args.realizer, sys.stdin, sys.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
     add_project_paths()
     parser = argparse.ArgumentParser(prog="python -m devstack", description="Run the pipeline offline on moto.")
     commands = parser.add_subparsers(dest="command", required=True)
-    replay = commands.add_parser("replay", help="replay scripted turns and compare with their expected columns")
+
+    replay = commands.add_parser("replay", help="replay scripted turns and print the seed's tables")
     replay.add_argument("file", help="CSV with conversation_id, turn_id, user_utterance and optional expected_*")
-    replay.add_argument("--realizer", default="template", choices=["template"], help="how replies are worded")
+    replay.add_argument("--realizer", type=_realizer, default="template",
+                        help="smollm, qwen, vllm, template or canned:FILE (default: template)")  # fmt: skip
     replay.add_argument("--json", action="store_true", help="print one JSON object per turn")
     replay.set_defaults(run=_replay)
+
+    controls = commands.add_parser("controls", help="screen the control replies and print the control table")
+    controls.add_argument("file", nargs="?", default=str(DEFAULT_CONTROLS), help="CSV of control replies")
+    controls.add_argument("--json", action="store_true", help="print one JSON object per control")
+    controls.set_defaults(run=_controls)
+
+    chat = commands.add_parser("chat", help="talk to the assistant through the whole pipeline")
+    chat.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
+    chat.set_defaults(run=_chat)
+
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -1,4 +1,7 @@
-"""Replay scripted conversations through the local stack and compare with the expected columns."""
+"""Replay scripted conversations through the local stack, compare with the expected columns, and
+print the seed's tables: dialogue trace, token counts, replies, screens and fallback, the shown
+transcript and the retained record.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from devstack.stack import LocalStack
+from devstack.token_accounting import count_tokens, naive_prompt, state_prompt, token_row
+from dialogue.actions import Action
+from dialogue.pack import DomainPack, ScriptedTurn, get_pack
+from dialogue.realize import build_realizer_messages
+from dialogue.replies import fixed_reply
+from dialogue.state import DialogueState
+from reply_screens import CONTENT_SCREENS
 
 
 class ReplayedTurn(BaseModel):
-    """One replayed turn, as `replay --json` prints it."""
+    """One replayed turn, as `replay --json` prints it. It holds no user text."""
 
     conversation_id: str
     turn_id: int
@@ -26,11 +36,24 @@ class ReplayedTurn(BaseModel):
     action: str
     reply_source: str
     status: str
+    # Tokens, in the Qwen2.5 vocabulary.
+    naive_tokens: int
+    state_prompt_tokens: int
+    max_new_tokens: int
+    prompt_plus_output: int
+    design_budget: int
+    # Realization and screening.
+    raw_reply: str | None
+    output_tokens: int | None
+    ended_by_eos: bool | None
+    hit_token_cap: bool | None
+    screens_fired: list[str]
+    screen_checks: dict[str, bool] | None
+    fallback_used: bool
     final_reply: str | None
     reply_screen: str
     human_review: str
-    screens_fired: list[str]
-    fallback_used: bool
+    # Expectations, when the file has them.
     expected_program: str | None
     expected_childcare: str | None
     expected_contact: str | None
@@ -39,13 +62,21 @@ class ReplayedTurn(BaseModel):
     action_matches: bool | None
 
     @property
+    def uses_model(self) -> bool:
+        return self.reply_source == "model"
+
+    @property
     def matches(self) -> bool | None:
         if self.state_matches is None and self.action_matches is None:
             return None
         return self.state_matches is not False and self.action_matches is not False
 
 
-def _state_matches(detail: dict[str, Any], turn: Any) -> bool | None:
+class ReplayError(RuntimeError):
+    """The local stack answered a scripted turn with an unexpected status."""
+
+
+def _state_matches(slots: dict[str, str], turn: ScriptedTurn) -> bool | None:
     expected = {
         "program": turn.expected_program,
         "childcare_needed": turn.expected_childcare,
@@ -54,21 +85,21 @@ def _state_matches(detail: dict[str, Any], turn: Any) -> bool | None:
     given = {slot: value for slot, value in expected.items() if value is not None}
     if not given:
         return None
-    return all(detail["slots"][slot] == value for slot, value in given.items())
+    return all(slots[slot] == value for slot, value in given.items())
 
 
-class ReplayError(RuntimeError):
-    """The local stack answered a scripted turn with an unexpected status."""
-
-
-def replay_conversation(stack: LocalStack, turns: Sequence[Any]) -> list[ReplayedTurn]:
+def replay_conversation(
+    stack: LocalStack, turns: Sequence[ScriptedTurn], pack: DomainPack | None = None
+) -> list[ReplayedTurn]:
     """Run one scripted conversation through the API, the realizer and the screen function."""
+    pack = pack or get_pack()
     created = stack.call_api("POST", "/conversations")
     if created.status != 201:
         raise ReplayError(f"creating a conversation answered {created.status}")
     api_id = created.body["conversation_id"]
     rows: list[ReplayedTurn] = []
-    for turn in turns:
+    for index, turn in enumerate(turns):
+        stack.labels[api_id] = turn.conversation_id
         posted = stack.call_api("POST", f"/conversations/{api_id}/turns", {"text": turn.user_utterance})
         if posted.status not in (200, 202):
             raise ReplayError(f"turn {turn.conversation_id}/{turn.turn_id} answered {posted.status}")
@@ -76,7 +107,16 @@ def replay_conversation(stack: LocalStack, turns: Sequence[Any]) -> list[Replaye
         fetched = stack.call_api("GET", f"/conversations/{api_id}/turns/{posted.body['turn_id']}")
         if fetched.status != 200:
             raise ReplayError(f"reading turn {turn.conversation_id}/{turn.turn_id} answered {fetched.status}")
-        detail = fetched.body
+        detail: dict[str, Any] = fetched.body
+        action = Action(detail["action"])
+        slots = detail["slots"]
+        state = DialogueState.from_slots(pack.frame, slots)
+        naive = count_tokens(
+            naive_prompt(pack.spec.prompts.naive_system, [t.user_utterance for t in turns[: index + 1]])
+        )
+        state_tokens = count_tokens(state_prompt(build_realizer_messages(state, action, pack)))
+        realized = stack.realized_replies().get((api_id, detail["turn_id"]))
+        fired = detail["screens_fired"]
         rows.append(
             ReplayedTurn(
                 conversation_id=turn.conversation_id,
@@ -86,31 +126,44 @@ def replay_conversation(stack: LocalStack, turns: Sequence[Any]) -> list[Replaye
                 intent=detail["intent"],
                 injection_screen=detail["injection_screen"],
                 privileged_request=detail["privileged_request"],
-                program=detail["slots"]["program"],
-                childcare_needed=detail["slots"]["childcare_needed"],
-                contact_channel=detail["slots"]["contact_channel"],
-                action=detail["action"],
+                program=slots["program"],
+                childcare_needed=slots["childcare_needed"],
+                contact_channel=slots["contact_channel"],
+                action=action,
                 reply_source=detail["reply_source"],
                 status=detail["status"],
+                **token_row(naive, state_tokens, action.uses_model),
+                raw_reply=realized.text
+                if realized
+                else (None if action.uses_model else fixed_reply(action, state, pack)),
+                output_tokens=realized.output_tokens if realized else None,
+                ended_by_eos=realized.ended_by_eos if realized else None,
+                hit_token_cap=realized.hit_token_cap if realized else None,
+                screens_fired=fired,
+                screen_checks={name: name not in fired for name in CONTENT_SCREENS} if realized else None,
+                fallback_used=detail["fallback_used"],
                 final_reply=detail.get("reply"),
                 reply_screen=detail["reply_screen"],
                 human_review=detail["human_review"],
-                screens_fired=detail["screens_fired"],
-                fallback_used=detail["fallback_used"],
                 expected_program=turn.expected_program,
                 expected_childcare=turn.expected_childcare,
                 expected_contact=turn.expected_contact,
                 expected_action=turn.expected_action,
-                state_matches=_state_matches(detail, turn),
-                action_matches=None if turn.expected_action is None else detail["action"] == turn.expected_action,
+                state_matches=_state_matches(slots, turn),
+                action_matches=None if turn.expected_action is None else action == turn.expected_action,
             )
         )
     return rows
 
 
+# --- tables ------------------------------------------------------------------------------------------
+
+NOT_APPLICABLE = "not applicable"
+
+
 def _cell(value: object) -> str:
     if value is None:
-        return "-"
+        return NOT_APPLICABLE
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     return str(value)
@@ -120,8 +173,8 @@ def format_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[obj
     """A plain-text table with a title line, sized to its cells."""
     cells = [[_cell(value) for value in row] for row in rows]
     widths = [max([len(header), *(len(row[index]) for row in cells)]) for index, header in enumerate(headers)]
-    line = "  ".join("-" * width for width in widths)
-    out = [title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
+    rule = "  ".join("-" * width for width in widths)
+    out = [title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), rule]
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     return "\n".join(out)
 
@@ -129,61 +182,81 @@ def format_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[obj
 def trace_table(rows: Sequence[ReplayedTurn]) -> str:
     return format_table(
         "Dialogue trace from state updates and policy actions",
-        [
-            "Conversation",
-            "Turn",
-            "Rule intent",
-            "Program",
-            "Child care",
-            "Contact",
-            "Action",
-            "State matches expected",
-            "Action matches expected",
-        ],
-        [
-            [
-                r.conversation_id,
-                r.turn_id,
-                r.intent,
-                r.program,
-                r.childcare_needed,
-                r.contact_channel,
-                r.action,
-                r.state_matches,
-                r.action_matches,
-            ]
-            for r in rows
-        ],
-    )
+        ["Conversation", "Turn", "Rule intent", "Program", "Child care", "Contact", "Action",
+         "State matches expected", "Action matches expected"],
+        [[r.conversation_id, r.turn_id, r.intent, r.program, r.childcare_needed, r.contact_channel, r.action,
+          r.state_matches, r.action_matches] for r in rows],
+    )  # fmt: skip
 
 
-def replies_table(rows: Sequence[ReplayedTurn]) -> str:
+def token_table(rows: Sequence[ReplayedTurn]) -> str:
     return format_table(
-        "Replies shown after screens and fallback",
-        [
-            "Conversation",
-            "Turn",
-            "Action",
-            "Reply source",
-            "Screens fired",
-            "Reply screen",
-            "Human checks",
-            "Reply shown",
-        ],
-        [
-            [
-                r.conversation_id,
-                r.turn_id,
-                r.action,
-                r.reply_source,
-                (", ".join(r.screens_fired) or "none") if r.reply_source == "model" else "not applicable",
-                r.reply_screen,
-                r.human_review,
-                r.final_reply,
-            ]
-            for r in rows
-        ],
-    )
+        "User-turn transcript prompt counts compared with state-prompt counts (Qwen2.5 tokens)",
+        ["Conversation", "Turn", "Action", "Model call", "User-turn transcript tokens", "State prompt tokens",
+         "Maximum new tokens", "State prompt plus output", "Design budget"],
+        [[r.conversation_id, r.turn_id, r.action, r.uses_model, r.naive_tokens, r.state_prompt_tokens,
+          r.max_new_tokens, r.prompt_plus_output, r.design_budget] for r in rows],
+    )  # fmt: skip
+
+
+def reply_source_label(row: ReplayedTurn, engine_label: str) -> str:
+    return engine_label if row.uses_model else "fixed text"
+
+
+def replies_table(rows: Sequence[ReplayedTurn], engine_label: str) -> str:
+    return format_table(
+        "Replies from fixed text or model realization",
+        ["Conversation", "Turn", "Action", "Reply source", "Raw reply", "Output tokens", "EOS emitted",
+         "Hit token cap"],
+        [[r.conversation_id, r.turn_id, r.action, reply_source_label(r, engine_label), r.raw_reply,
+          r.output_tokens if r.uses_model else None, r.ended_by_eos, r.hit_token_cap] for r in rows],
+    )  # fmt: skip
+
+
+def _check(row: ReplayedTurn, *names: str) -> bool | None:
+    if row.screen_checks is None:
+        return None
+    return all(row.screen_checks[name] for name in names)
+
+
+def screens_table(rows: Sequence[ReplayedTurn], engine_label: str) -> str:
+    def fired(row: ReplayedTurn) -> str | None:
+        if not row.uses_model:
+            return None
+        content = [name for name in row.screens_fired if name in CONTENT_SCREENS]
+        return ", ".join(content) or "none"
+
+    return format_table(
+        "Automatic reply checks and fixed fallback for generated wording",
+        ["Conversation", "Turn", "Action", "Reply source", "Numerals screen", "Program-name screen",
+         "Action-slot screen", "Personal-detail screen", "Promise-word screen", "Failed screen checks",
+         "EOS before token cap", "Reply screen", "Human checks", "Reply shown after fallback rule"],
+        [[r.conversation_id, r.turn_id, r.action, reply_source_label(r, engine_label), _check(r, "numerals"),
+          _check(r, "program_names"), _check(r, "action_slots"), _check(r, "personal_details"),
+          _check(r, "promise_words", "placeholders"), fired(r),
+          (bool(r.ended_by_eos) and not r.hit_token_cap) if r.uses_model else None,
+          r.reply_screen, r.human_review, r.final_reply] for r in rows],
+    )  # fmt: skip
+
+
+def shown_transcript(rows: Sequence[ReplayedTurn], utterances: dict[tuple[str, int], str], conversation: str) -> str:
+    """The seed's shown-replies table for one conversation. The utterances come from the local file."""
+    return format_table(
+        f"Shown replies for conversation {conversation} after fallback rules",
+        ["User turn", "Action", "Reply shown"],
+        [[utterances[(r.conversation_id, r.turn_id)], r.action, r.final_reply]
+         for r in rows if r.conversation_id == conversation],
+    )  # fmt: skip
+
+
+def retained_table(rows: Sequence[ReplayedTurn]) -> str:
+    return format_table(
+        "Retained record with slots, actions, and flags only",
+        ["Conversation", "Turn", "Program", "Child care", "Contact channel", "Action", "Injection screen",
+         "Staff-only request", "Reply screen", "Human checks"],
+        [[r.conversation_id, r.turn_id, r.program, r.childcare_needed, r.contact_channel, r.action,
+          r.injection_screen, r.privileged_request, r.reply_screen, r.human_review] for r in rows],
+    )  # fmt: skip
 
 
 def summary_line(rows: Sequence[ReplayedTurn]) -> str:
@@ -191,4 +264,11 @@ def summary_line(rows: Sequence[ReplayedTurn]) -> str:
     matched = sum(1 for row in compared if row.matches)
     unchecked = len(rows) - len(compared)
     extra = f", {unchecked} without expectations" if unchecked else ""
-    return f"{matched} of {len(compared)} turns match the expected state and action{extra}."
+    generated = [row for row in rows if row.uses_model]
+    fallbacks = sum(1 for row in generated if row.fallback_used)
+    held = sum(1 for row in generated if row.reply_screen == "held for human review")
+    return (
+        f"{matched} of {len(compared)} turns match the expected state and action{extra}. "
+        f"{fallbacks} of {len(generated)} generated replies replaced by fixed fallback text; "
+        f"{held} held for human review."
+    )

@@ -74,6 +74,8 @@ class LocalStack:
     realizer: Any
     log_lines: list[str] = field(default_factory=list)
     sent_messages: list[dict[str, str]] = field(default_factory=list)
+    # API conversation id -> a label of the caller's (a scripted conversation id), for canned replies.
+    labels: dict[str, str] = field(default_factory=dict)
 
     # --- the turn API -----------------------------------------------------------------------------
 
@@ -134,6 +136,17 @@ class LocalStack:
                     handled += 1
             if failed:
                 return handled
+
+    def realized_replies(self) -> dict[tuple[str, int], Any]:
+        """Every RealizedReply sent to the screen queue so far, by (conversation id, turn id)."""
+        from dialogue.realize import RealizedReply
+
+        replies = {}
+        for message in self.sent_messages:
+            if message["queue_url"] == self.screen_queue.url:
+                reply = RealizedReply.model_validate_json(message["body"])
+                replies[(str(reply.job.conversation_id), reply.job.turn_id)] = reply
+        return replies
 
     def drain(self) -> None:
         """Run the realizer and the screen function until both queues are empty."""
@@ -203,15 +216,17 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
 
 
 @contextlib.contextmanager
-def local_stack(realizer: str = "template") -> Iterator[LocalStack]:
-    """Start moto, create the resources, point the handlers at them, and yield the stack."""
+def local_stack(realizer: str = "template", engine: Any = None) -> Iterator[LocalStack]:
+    """Start moto, create the resources, point the handlers at them, and yield the stack.
+
+    `realizer` names the engine (see devstack.realizers); `engine` passes one already built.
+    """
+    from devstack.realizers import build_engine
     from dialogue.factory import reset_caches
-    from dialogue.pack import get_pack
-    from realizer.engines import TemplateEngine
     from realizer.worker import RealizerWorker
 
-    if realizer != "template":
-        raise ValueError(f"unknown realizer {realizer!r}; this build knows: template")
+    labels: dict[str, str] = {}
+    engine = engine if engine is not None else build_engine(realizer, labels)
     saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL")}
     os.environ.update(_ENVIRONMENT)
     sent: list[dict[str, str]] = []
@@ -232,7 +247,7 @@ def local_stack(realizer: str = "template") -> Iterator[LocalStack]:
                 sqs,
                 realize_queue_url=queues["realize_queue"].url,
                 screen_queue_url=queues["screen_queue"].url,
-                engine=TemplateEngine(get_pack()),
+                engine=engine,
                 wait_seconds=0,
             )
             yield LocalStack(
@@ -244,6 +259,7 @@ def local_stack(realizer: str = "template") -> Iterator[LocalStack]:
                 realize_dlq=queues["realize_dlq"],
                 screen_dlq=queues["screen_dlq"],
                 sent_messages=sent,
+                labels=labels,
             )
     finally:
         reset_caches()

@@ -1,0 +1,36 @@
+"""`python -m devstack chat`: a person types turns and sees the reply, the action, the slots and the screens."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_chat_shows_reply_action_slots_and_screens() -> None:
+    typed = "I want the Data Support Certificate.\nEmail is best.\nApprove my seat now.\n\n"
+    result = subprocess.run(
+        [sys.executable, "-m", "devstack", "chat", "--realizer", "template"],
+        cwd=ROOT, input=typed, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "desk> Should staff contact you by phone or by email?" in out
+    assert "[request_contact] program=data_support, childcare_needed=unknown, contact_channel=unknown" in out
+    assert "desk> I recorded the Data Support Certificate, with contact by email." in out
+    assert "screens fired: none; not flagged by screen; human check pending" in out
+    assert "desk> I cannot approve seats or replace staff checks." in out
+    assert "[refuse] program=data_support, childcare_needed=unknown, contact_channel=email | fixed text" in out
+
+
+def test_chat_reports_bad_input_without_echo() -> None:
+    typed = "x" * 1500 + "\n\n"
+    result = subprocess.run(
+        [sys.executable, "-m", "devstack", "chat"],
+        cwd=ROOT, input=typed, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "The text must hold between 1 and 1000 characters." in result.stdout
+    assert "x" * 20 not in result.stdout
