@@ -37,12 +37,15 @@ def _replay(args: argparse.Namespace) -> int:
         return 2
     rows = []
     try:
-        with local_stack(realizer=args.realizer) as stack:
+        with local_stack(realizer=args.realizer, model=args.model, revision=args.revision) as stack:
             for conversation in scripted_turns_by_conversation(turns).values():
                 rows.extend(tables.replay_conversation(stack, conversation))
-    except (tables.ReplayError, ValueError) as error:
+    except tables.ReplayError as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 1
+    except (ValueError, RuntimeError) as error:  # an unknown realizer, or model weights not on this machine
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
     if args.json:
         for row in rows:
             print(row.model_dump_json())
@@ -94,7 +97,12 @@ def _controls(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from devstack.chat import run_chat
 
-    return run_chat(args.realizer, sys.stdin, sys.stdout)
+    return run_chat(args.realizer, sys.stdin, sys.stdout, model=args.model, revision=args.revision)
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="model id for the qwen and vllm realizers (default: Qwen2.5-1.5B-Instruct)")
+    parser.add_argument("--revision", help="model revision (default: the pinned Qwen revision)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--realizer", type=_realizer, default="template",
                         help="smollm, qwen, vllm, template or canned:FILE (default: template)")  # fmt: skip
     replay.add_argument("--json", action="store_true", help="print one JSON object per turn")
+    _model_options(replay)
     replay.set_defaults(run=_replay)
 
     controls = commands.add_parser("controls", help="screen the control replies and print the control table")
@@ -116,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
     chat = commands.add_parser("chat", help="talk to the assistant through the whole pipeline")
     chat.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
+    _model_options(chat)
     chat.set_defaults(run=_chat)
 
     args = parser.parse_args(argv)

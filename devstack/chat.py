@@ -13,8 +13,10 @@ PROMPT = "you> "
 HELP = "Type a message and press Enter. An empty line or Ctrl-D ends the chat."
 
 
-def run_chat(realizer: str, stdin: TextIO, stdout: TextIO) -> int:
-    with local_stack(realizer=realizer) as stack:
+def run_chat(
+    realizer: str, stdin: TextIO, stdout: TextIO, *, model: str | None = None, revision: str | None = None
+) -> int:
+    with local_stack(realizer=realizer, model=model, revision=revision) as stack:
         conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
         print(f"Riverton Skills Centre enrollment desk (realizer: {realizer}). {HELP}", file=stdout)
         while True:

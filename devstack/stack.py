@@ -216,17 +216,20 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
 
 
 @contextlib.contextmanager
-def local_stack(realizer: str = "template", engine: Any = None) -> Iterator[LocalStack]:
+def local_stack(
+    realizer: str = "template", engine: Any = None, *, model: str | None = None, revision: str | None = None
+) -> Iterator[LocalStack]:
     """Start moto, create the resources, point the handlers at them, and yield the stack.
 
-    `realizer` names the engine (see devstack.realizers); `engine` passes one already built.
+    `realizer` names the engine (see devstack.realizers), with `model` and `revision` for the model
+    engines; `engine` passes one already built.
     """
     from devstack.realizers import build_engine
     from dialogue.factory import reset_caches
     from realizer.worker import RealizerWorker
 
     labels: dict[str, str] = {}
-    engine = engine if engine is not None else build_engine(realizer, labels)
+    engine = engine if engine is not None else build_engine(realizer, labels, model=model, revision=revision)
     saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL")}
     os.environ.update(_ENVIRONMENT)
     sent: list[dict[str, str]] = []
@@ -234,6 +237,12 @@ def local_stack(realizer: str = "template", engine: Any = None) -> Iterator[Loca
         with mock_aws():
             # A fresh default session, so the hook below reaches every client the handlers create.
             boto3.setup_default_session(region_name=REGION)
+            boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
+                "provide-client-params.sqs.SendMessageBatch",
+                lambda params, **_: sent.extend(
+                    {"queue_url": params["QueueUrl"], "body": entry["MessageBody"]} for entry in params["Entries"]
+                ),
+            )
             boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
                 "provide-client-params.sqs.SendMessage",
                 lambda params, **_: sent.append({"queue_url": params["QueueUrl"], "body": params["MessageBody"]}),

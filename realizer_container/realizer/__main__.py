@@ -1,55 +1,162 @@
-"""Run the realizer worker: `python -m realizer --engine template`.
+"""Run the realizer worker: `python -m realizer --engine {template,vllm,transformers}`.
 
-Queues come from REALIZE_QUEUE_URL and SCREEN_QUEUE_URL. SIGTERM stops after the batch in flight.
+Environment (each also an option):
+  REALIZE_QUEUE_URL, SCREEN_QUEUE_URL     the queues (required)
+  REALIZER_ENGINE                         engine name (default template; the image runs vllm)
+  REALIZER_MODEL, REALIZER_REVISION       model and revision for vllm / transformers
+                                          (default Qwen/Qwen2.5-1.5B-Instruct @ 989aa7980e4c...)
+  REALIZER_BATCH_SIZE                     messages per batch (default 32)
+  REALIZER_WAIT_SECONDS                   long-poll wait of the first receive (default 20)
+  REALIZER_MAX_BATCH_WAIT_SECONDS         how long a batch may keep filling (default 2)
+  REALIZER_VISIBILITY_TIMEOUT             seconds each heartbeat extends in-flight messages by
+                                          (default: the realize queue's VisibilityTimeout)
+  REALIZER_HEARTBEAT_FILE                 touched after every good cycle (default /tmp/realizer-heartbeat);
+                                          `python -m realizer.healthcheck` checks its age
+
+SIGTERM (and SIGINT) finish the batch in flight, answer and delete it, then exit 0.
+Logs are one JSON object a line, with ids and counts only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-import boto3
-
-from dialogue.pack import get_pack
 from realizer.engines import Engine, TemplateEngine
 from realizer.worker import RealizerWorker
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
 
-def build_engine(name: str) -> Engine:
+DEFAULT_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+DEFAULT_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+DEFAULT_HEARTBEAT_FILE = "/tmp/realizer-heartbeat"
+DEFAULT_VISIBILITY_TIMEOUT = 300
+ENGINES = ("template", "vllm", "transformers")
+
+log = logging.getLogger("realizer")
+
+# The attributes every LogRecord has; anything else on a record came in through `extra=`.
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message and the `extra=` fields (ids and counts)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        payload.update({key: value for key, value in vars(record).items() if key not in _RECORD_FIELDS})
+        if record.exc_info and record.exc_info[0] is not None:
+            # The exception's type only: its message could quote data.
+            payload["error"] = record.exc_info[0].__name__
+        return json.dumps(payload, default=str)
+
+
+def build_engine(name: str, model: str, revision: str) -> Engine:
+    """The named engine. Model engines are imported only when asked for (they need torch / vLLM)."""
     if name == "template":
+        from dialogue.pack import get_pack
+
         return TemplateEngine(get_pack())
-    raise SystemExit(f"unknown engine {name!r}; this build knows: template")
+    if name == "vllm":
+        from realizer.vllm_engine import VllmEngine  # type: ignore[import-not-found, unused-ignore]
+
+        engine: Engine = VllmEngine(model, revision)
+        return engine
+    if name == "transformers":
+        from realizer.hf_engine import load_qwen_engine  # type: ignore[import-not-found, unused-ignore]
+
+        engine = load_qwen_engine(model, revision)
+        return engine
+    raise SystemExit(f"realizer: unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+
+
+def queue_visibility_timeout(client: SQSClient, queue_url: str) -> int:
+    """The queue's own VisibilityTimeout, so heartbeats extend before it runs out."""
+    try:
+        attributes = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"])
+        return int(attributes["Attributes"]["VisibilityTimeout"])
+    except Exception as exc:
+        log.warning(
+            "queue visibility timeout unknown; using the default",
+            extra={"error": type(exc).__name__, "seconds": DEFAULT_VISIBILITY_TIMEOUT},
+        )
+        return DEFAULT_VISIBILITY_TIMEOUT
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="realizer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--engine", choices=ENGINES, default=_env("REALIZER_ENGINE", "template"))
+    parser.add_argument("--model", default=_env("REALIZER_MODEL", DEFAULT_MODEL))
+    parser.add_argument("--revision", default=_env("REALIZER_REVISION", DEFAULT_REVISION))
+    parser.add_argument("--batch-size", type=int, default=int(_env("REALIZER_BATCH_SIZE", "32")))
+    parser.add_argument("--wait-seconds", type=int, default=int(_env("REALIZER_WAIT_SECONDS", "20")))
+    parser.add_argument(
+        "--max-batch-wait-seconds", type=float, default=float(_env("REALIZER_MAX_BATCH_WAIT_SECONDS", "2"))
+    )
+    visibility = os.environ.get("REALIZER_VISIBILITY_TIMEOUT")
+    parser.add_argument("--visibility-timeout", type=int, default=int(visibility) if visibility else None)
+    parser.add_argument("--heartbeat-file", default=_env("REALIZER_HEARTBEAT_FILE", DEFAULT_HEARTBEAT_FILE))
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="realizer", description=__doc__)
-    parser.add_argument("--engine", default=os.environ.get("REALIZER_ENGINE", "template"))
-    parser.add_argument("--batch-size", type=int, default=int(os.environ.get("REALIZER_BATCH_SIZE", "10")))
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     missing = [name for name in ("REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL") if not os.environ.get(name)]
     if missing:
         print(f"realizer: set {', '.join(missing)}", file=sys.stderr)
         return 2
-    stopping = False
 
-    def stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
+    import boto3
+
+    client = boto3.client("sqs")
+    realize_queue_url = os.environ["REALIZE_QUEUE_URL"]
+    visibility_timeout = args.visibility_timeout or queue_visibility_timeout(client, realize_queue_url)
+    engine = build_engine(args.engine, args.model, args.revision)
+
+    # Installed after the engine is built, so an engine library's own handlers cannot replace them.
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        if not stopping.is_set():
+            log.info("stop requested; finishing the batch in flight", extra={"signal": signal.Signals(signum).name})
+        stopping.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     worker = RealizerWorker(
-        boto3.client("sqs"),
-        realize_queue_url=os.environ["REALIZE_QUEUE_URL"],
+        client,
+        realize_queue_url=realize_queue_url,
         screen_queue_url=os.environ["SCREEN_QUEUE_URL"],
-        engine=build_engine(args.engine),
+        engine=engine,
         batch_size=args.batch_size,
+        wait_seconds=args.wait_seconds,
+        max_batch_wait_seconds=args.max_batch_wait_seconds,
+        visibility_timeout=visibility_timeout,
+        health_file=args.heartbeat_file,
     )
-    worker.run(lambda: stopping)
+    worker.run(stopping.is_set)
     return 0
 
 

