@@ -30,6 +30,7 @@ from dialogue.errors import (
 from dialogue.factory import get_publisher, get_store
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
+from dialogue.settings import get_settings
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -103,7 +104,9 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
 
 @app.get("/conversations/<conversation_id>/turns/<turn_id>")
 def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
-    view = conversation.view_turn(get_store(), get_pack(), conversation_id, turn_id)
+    view = conversation.view_turn(
+        get_store(), get_pack(), conversation_id, turn_id, now=_now(), reply_deadline=get_settings().reply_deadline
+    )
     metrics.add_metric(name="TurnsRead", unit=MetricUnit.Count, value=1)
     turn = view.turn
     return TurnDetail(

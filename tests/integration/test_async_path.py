@@ -131,3 +131,35 @@ def test_realize_job_rejects_unknown_fields(stack: LocalStack) -> None:
     with pytest.raises(pydantic.ValidationError) as raised:
         RealizeJob.model_validate(payload)
     assert "smuggled" not in str(raised.value)
+
+
+def test_deadline_serves_the_fallback_and_a_late_reply_does_not_overwrite(stack: LocalStack, monkeypatch) -> None:
+    from dialogue.factory import reset_caches
+
+    # Given a generated turn whose realizer has not answered, and a deadline already passed
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
+    monkeypatch.setenv("REPLY_DEADLINE_SECONDS", "0")
+    reset_caches()
+    # When the turn is read
+    detail = turn_detail(stack, conversation_id)
+    # Then it is final with the fixed fallback, marked as past its deadline
+    fallback = "I recorded the Forklift Operator Licence, with contact by phone."
+    assert (detail["status"], detail["reply"], detail["screens_fired"], detail["fallback_used"]) == (
+        "final",
+        fallback,
+        ["deadline"],
+        True,
+    )
+    assert (detail["reply_screen"], detail["human_review"]) == ("not applicable", "not applicable")
+    # And a realization that arrives late is screened but does not overwrite what was shown
+    stack.drain()
+    assert turn_detail(stack, conversation_id)["reply"] == fallback
+    assert turn_detail(stack, conversation_id)["screens_fired"] == ["deadline"]
+
+
+def test_before_the_deadline_a_turn_stays_pending(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
+    detail = turn_detail(stack, conversation_id)
+    assert (detail["status"], detail["reply"]) == ("pending", None)

@@ -5,7 +5,7 @@ The user's text enters `take_turn`, is read by `understand`, and goes no further
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +16,7 @@ from dialogue.pack import DomainPack
 from dialogue.policy import next_state
 from dialogue.queues import RealizeJobPublisher
 from dialogue.realize import build_realize_job
-from dialogue.records import ConversationRecord, TurnRecord
+from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 from dialogue.store import ConversationStore
@@ -94,12 +94,39 @@ def take_turn(
     return TurnView(turn=turn, reply=None)
 
 
-def view_turn(store: ConversationStore, pack: DomainPack, conversation_id: UUID, turn_id: int) -> TurnView:
-    """A stored turn with the reply to show: fixed text, or the screened reply once final."""
+DEADLINE_PASSED = "deadline"
+
+
+def view_turn(
+    store: ConversationStore,
+    pack: DomainPack,
+    conversation_id: UUID,
+    turn_id: int,
+    *,
+    now: datetime,
+    reply_deadline: timedelta,
+) -> TurnView:
+    """A stored turn with the reply to show: fixed text, or the screened reply once final.
+
+    A generated reply still pending past the deadline is finalized here with the fixed fallback, so
+    the user always gets a reply; a realization arriving later finds the turn final and is dropped.
+    """
     load_conversation(store, conversation_id)
     turn = store.get_turn(conversation_id, turn_id)
     if turn is None:
         raise TurnNotFound()
+    if turn.status is TurnStatus.PENDING and now - turn.created_at >= reply_deadline:
+        state = DialogueState.from_slots(pack.frame, turn.slots)
+        outcome = ScreenOutcome(
+            screens_fired=(DEADLINE_PASSED,),
+            fallback_used=True,
+            reply_screen=ReplyScreen.NOT_APPLICABLE,
+            human_review=HumanReview.NOT_APPLICABLE,
+            final_reply=fixed_reply(Action(turn.action), state, pack),
+        )
+        store.record_screened_reply(conversation_id, turn_id, outcome, now)
+        # Whether this call or a just-arrived realization finalized it, show what is stored now.
+        turn = store.get_turn(conversation_id, turn_id) or turn
     if turn.status is TurnStatus.PENDING:
         return TurnView(turn=turn, reply=None)
     if turn.reply_source is ReplySource.FIXED:

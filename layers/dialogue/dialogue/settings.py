@@ -18,6 +18,7 @@ class Settings(BaseModel):
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     max_text_chars: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    reply_deadline_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
 
     @property
     def retention(self) -> timedelta:
@@ -27,6 +28,10 @@ class Settings(BaseModel):
     def reply_retention(self) -> timedelta:
         return timedelta(hours=self.reply_retention_hours)
 
+    @property
+    def reply_deadline(self) -> timedelta:
+        return timedelta(seconds=self.reply_deadline_seconds)
+
 
 _ENVIRONMENT = {
     "table_name": "TABLE_NAME",
@@ -34,6 +39,7 @@ _ENVIRONMENT = {
     "retention_days": "RETENTION_DAYS",
     "reply_retention_hours": "REPLY_RETENTION_HOURS",
     "max_text_chars": "MAX_TEXT_CHARS",
+    "reply_deadline_seconds": "REPLY_DEADLINE_SECONDS",
 }
 
 
