@@ -22,7 +22,7 @@ venv: $(STAMP)
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm
 
-test: $(STAMP) lint  ## Lint, type-check and run every test.
+test: $(STAMP) lint template-checks  ## Lint, type-check, check the template and run every test.
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
@@ -45,3 +45,42 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .aws-sam
+
+# Deploy tools, each in its own virtual environment: aws-sam-cli and checkov pin boto3 releases that
+# clash with requirements-dev.txt and with each other. SAM runs on Python 3.12, the functions' runtime,
+# which `sam build` needs on PATH: pyenv's 3.12 if there is one, else python3.12 on PATH.
+PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3.12; do \
+	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
+DEPLOY_VENV := .venv-deploy
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+SAM := SAM_CLI_TELEMETRY=0 PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam
+
+.PHONY: build template-checks checkov deploy-tools clean-deploy-tools
+
+$(DEPLOY_STAMP): requirements-deploy.txt
+	@test -n "$(PYTHON312)" || { echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1; }
+	$(PYTHON312) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/python -m pip install --quiet -r requirements-deploy.txt
+	touch $(DEPLOY_STAMP)
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	touch $(CHECKOV_STAMP)
+
+deploy-tools: $(DEPLOY_STAMP) $(CHECKOV_STAMP)
+
+template-checks: $(DEPLOY_STAMP) checkov  ## cfn-lint with the serverless rules, checkov and sam validate --lint.
+	$(DEPLOY_VENV)/bin/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
+	$(SAM) validate --lint --template-file template.yaml --region us-east-1
+
+checkov: $(CHECKOV_STAMP)  ## checkov on template.yaml; each remaining finding is skipped in the template with a reason.
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
+
+build: $(DEPLOY_STAMP)  ## sam build into .aws-sam/build, without Docker; then `sam deploy --guided` (docs/DEPLOY.md).
+	$(SAM) build --template-file template.yaml
+
+clean-deploy-tools:
+	rm -rf $(DEPLOY_VENV) $(CHECKOV_VENV)

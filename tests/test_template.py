@@ -1,8 +1,13 @@
-"""Checks on the SAM template: cfn-lint clean, and the wiring the rest of the project relies on."""
+"""Checks on the SAM template: cfn-lint clean, `sam build` complete, and the wiring the rest of the
+project relies on, including what cfn-lint cannot see inside SAM resources (event sources, policies).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +26,15 @@ FUNCTIONS = {
 }
 SERVICE_NAMES = {"TurnApiFunction": "turn_api", "ScreenReplyFunction": "screen_reply"}
 REQUIRED_ENV = {
-    "TurnApiFunction": {"TABLE_NAME", "REALIZE_QUEUE_URL", "DOMAIN_PACK_DIR", "RETENTION_DAYS", "LOG_LEVEL"},
+    "TurnApiFunction": {
+        "TABLE_NAME",
+        "REALIZE_QUEUE_URL",
+        "IDEMPOTENCY_TABLE_NAME",
+        "DOMAIN_PACK_DIR",
+        "RETENTION_DAYS",
+        "REPLY_DEADLINE_SECONDS",
+        "LOG_LEVEL",
+    },
     "ScreenReplyFunction": {"TABLE_NAME", "DOMAIN_PACK_DIR", "REPLY_RETENTION_HOURS", "LOG_LEVEL"},
 }
 ROUTES = {
@@ -243,3 +256,421 @@ def test_function_environment_keeps_bodies_out_of_logs(template: dict[str, Any],
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "EnrollmentDesk"
     assert env["DOMAIN_PACK_DIR"] == "/opt/data/riverton"
     assert REQUIRED_ENV[name] <= set(env)
+
+
+# --- checks cfn-lint cannot make inside SAM resources, and the GPU realizer's wiring ---------------
+
+LAMBDA_RUNTIME = "python3.12"
+# Actions that support no resource-level permissions, so "*" is their only resource.
+RESOURCELESS_ACTIONS = {"ecr:GetAuthorizationToken", "ecs:DiscoverPollEndpoint"}
+# Actions allowed on "*" only with a condition that pins them to this stack's cluster.
+CONDITIONED_ACTIONS = {"ecs:Poll", "ecs:StartTelemetrySession"}
+# CloudWatch metrics the scaling policies and alarms may use, by namespace: a misspelt metric name
+# deploys cleanly and never gets a datapoint, so the alarm or policy silently never acts.
+KNOWN_METRICS = {
+    "AWS/SQS": {
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateAgeOfOldestMessage",
+    },
+    "ECS/ContainerInsights": {"RunningTaskCount", "DesiredTaskCount"},
+}
+DYNAMODB_ACTIONS = {
+    "get_item": "dynamodb:GetItem",
+    "put_item": "dynamodb:PutItem",
+    "update_item": "dynamodb:UpdateItem",
+    "delete_item": "dynamodb:DeleteItem",
+    "query": "dynamodb:Query",
+    "scan": "dynamodb:Scan",
+    "batch_get_item": "dynamodb:BatchGetItem",
+    "batch_write_item": "dynamodb:BatchWriteItem",
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+REQUIRED_OUTPUTS = {
+    "ApiUrl",
+    "ConversationTableName",
+    "IdempotencyTableName",
+    "RealizeQueueUrl",
+    "ScreenQueueUrl",
+    "RealizeDeadLetterQueueUrl",
+    "ScreenDeadLetterQueueUrl",
+    "RealizerClusterName",
+}
+
+
+def only_resource(template: dict[str, Any], resource_type: str) -> tuple[str, dict[str, Any]]:
+    """The logical id and properties of the template's one resource of this type."""
+    found = resources_of_type(template, resource_type)
+    assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
+    ((name, resource),) = found.items()
+    return name, resource.get("Properties", {})
+
+
+def realizer_container(template: dict[str, Any]) -> dict[str, Any]:
+    _, task = only_resource(template, "AWS::ECS::TaskDefinition")
+    (container,) = task["ContainerDefinitions"]
+    return container
+
+
+def statements_of(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    """The permission statements of an IAM role (not its trust policy)."""
+    policies = resource["Properties"].get("Policies", [])
+    return [statement for policy in policies for statement in iam_statements(policy["PolicyDocument"])]
+
+
+def metric_stats(node: Any) -> Iterator[dict[str, Any]]:
+    """Every CloudWatch metric (Namespace, MetricName, Dimensions) named anywhere under node."""
+    if isinstance(node, dict):
+        if "MetricName" in node and "Namespace" in node:
+            yield node
+        for value in node.values():
+            yield from metric_stats(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from metric_stats(item)
+
+
+def dimension(metric: dict[str, Any], name: str) -> Any:
+    (value,) = (d["Value"] for d in metric.get("Dimensions", []) if d["Name"] == name)
+    return value
+
+
+def test_every_function_runs_the_lambda_runtime(template: dict[str, Any]) -> None:
+    """No function of any kind runs another runtime than python3.12, which `sam build` targets."""
+    functions = {
+        **resources_of_type(template, "AWS::Serverless::Function"),
+        **resources_of_type(template, "AWS::Lambda::Function"),
+    }
+    assert set(functions) == set(FUNCTIONS)
+    for name in functions:
+        assert function_properties(template, name)["Runtime"] == LAMBDA_RUNTIME, name
+
+
+def test_every_sqs_event_source_reports_partial_batch_failures(template: dict[str, Any]) -> None:
+    """A failed record is retried alone: every SQS event source has ReportBatchItemFailures."""
+    for name in FUNCTIONS:
+        for event_id, event in function_properties(template, name).get("Events", {}).items():
+            if event["Type"] == "SQS":
+                assert event["Properties"].get("FunctionResponseTypes") == ["ReportBatchItemFailures"], event_id
+    assert not resources_of_type(template, "AWS::Lambda::EventSourceMapping")
+
+
+def test_dead_letter_queues_outlive_their_sources(template: dict[str, Any]) -> None:
+    """SQS keeps a message's first enqueue time in the DLQ, so the DLQ must keep messages longer."""
+    queues = resources_of_type(template, "AWS::SQS::Queue")
+    for name, queue in queues.items():
+        redrive = queue["Properties"].get("RedrivePolicy")
+        if redrive:
+            dead_letter = queues[referenced_id(redrive["deadLetterTargetArn"])]["Properties"]
+            assert dead_letter["MessageRetentionPeriod"] > queue["Properties"]["MessageRetentionPeriod"], name
+
+
+def test_every_queue_is_encrypted(template: dict[str, Any]) -> None:
+    for name, queue in resources_of_type(template, "AWS::SQS::Queue").items():
+        props = queue["Properties"]
+        assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props, name
+
+
+def test_realize_queue_fits_the_worker(template: dict[str, Any]) -> None:
+    """The realizer long-polls 20 s and stops within its StopTimeout; a message it holds stays hidden
+    through a stop, and the worker extends the visibility of a batch it is still working on."""
+    props = template["Resources"]["RealizeQueue"]["Properties"]
+    assert props["ReceiveMessageWaitTimeSeconds"] == 20
+    assert props["VisibilityTimeout"] >= 2 * realizer_container(template)["StopTimeout"]
+
+
+def test_tables_are_on_demand_recoverable_encrypted_and_expire(template: dict[str, Any]) -> None:
+    expected_ttl = {"ConversationTable": "expires_at", "IdempotencyTable": "expiration"}
+    tables = resources_of_type(template, "AWS::DynamoDB::Table")
+    assert set(tables) == set(expected_ttl)
+    for name, table in tables.items():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST", name
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
+        assert props["SSESpecification"]["SSEEnabled"] is True, name
+        assert props["TimeToLiveSpecification"] == {"AttributeName": expected_ttl[name], "Enabled": True}, name
+    idempotency = tables["IdempotencyTable"]["Properties"]
+    assert idempotency["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+
+
+def test_turn_function_gets_the_idempotency_table_and_reply_deadline(template: dict[str, Any]) -> None:
+    env = function_environment(template, "TurnApiFunction")
+    assert referenced_id(env["IDEMPOTENCY_TABLE_NAME"]) == "IdempotencyTable"
+    assert referenced_id(env["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
+    assert referenced_id(env["REALIZE_QUEUE_URL"]) == "RealizeQueue"
+
+
+def test_http_api_is_throttled_and_logs_no_bodies(template: dict[str, Any]) -> None:
+    """The stage is throttled; the access log is one JSON object of request metadata, to a log group
+    with retention, and names no variable that could carry a body or a header."""
+    props = template["Resources"]["ConversationApi"]["Properties"]
+    assert props["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    assert props["DefaultRouteSettings"]["ThrottlingBurstLimit"] > 0
+    settings = props["AccessLogSettings"]
+    log_group = template["Resources"][referenced_id(settings["DestinationArn"])]
+    assert log_group["Type"] == "AWS::Logs::LogGroup"
+    assert "RetentionInDays" in log_group["Properties"]
+    variables = re.findall(r"\$context\.([\w.]+)", settings["Format"])
+    assert "requestId" in variables
+    assert not [v for v in variables if re.search(r"body|header|authorizer|path|querystring", v, re.IGNORECASE)]
+    assert isinstance(json.loads(settings["Format"]), dict)
+
+
+def test_every_function_has_a_log_group_with_retention(template: dict[str, Any]) -> None:
+    log_groups = resources_of_type(template, "AWS::Logs::LogGroup").values()
+    for name in FUNCTIONS:
+        names = [group["Properties"].get("LogGroupName") for group in log_groups]
+        assert {"Fn::Sub": f"/aws/lambda/${{{name}}}"} in names, name
+    assert all("RetentionInDays" in group["Properties"] for group in log_groups)
+
+
+def test_every_role_names_its_actions(template: dict[str, Any]) -> None:
+    """Roles carry inline statements only (no managed policy whose actions this file cannot see), and
+    a statement on every resource ("*") holds only actions that support no resource or are conditioned."""
+    for name, role in resources_of_type(template, "AWS::IAM::Role").items():
+        assert "ManagedPolicyArns" not in role["Properties"], name
+        for statement in statements_of(role):
+            assert statement["Effect"] == "Allow"
+            actions = set(as_list(statement["Action"]))
+            if as_list(statement["Resource"]) == ["*"]:
+                if "Condition" in statement:
+                    assert actions <= CONDITIONED_ACTIONS, (name, statement)
+                else:
+                    assert actions <= RESOURCELESS_ACTIONS, (name, statement)
+
+
+def test_realizer_task_role_is_least_privilege(template: dict[str, Any]) -> None:
+    """The task may take jobs from the realize queue and send replies to the screen queue, nothing else."""
+    grants = {
+        (referenced_id(statement["Resource"]), action)
+        for statement in statements_of(template["Resources"]["RealizerTaskRole"])
+        for action in as_list(statement["Action"])
+    }
+    assert grants == {
+        ("RealizeQueue", "sqs:ReceiveMessage"),
+        ("RealizeQueue", "sqs:DeleteMessage"),
+        ("RealizeQueue", "sqs:ChangeMessageVisibility"),
+        ("RealizeQueue", "sqs:GetQueueAttributes"),
+        ("ScreenQueue", "sqs:SendMessage"),
+    }
+
+
+def test_functions_may_do_what_the_store_does(template: dict[str, Any]) -> None:
+    """Each DynamoDB call the store makes is granted on the conversation table by some function's
+    policy: a call nobody may make deploys cleanly and fails only in AWS."""
+    source = (ROOT / "layers/dialogue/dialogue/store.py").read_text()
+    calls = set(re.findall(r'_call\(\s*"(\w+)"', source)) | set(re.findall(r"_client\.(\w+)\(", source))
+    calls |= set(re.findall(r'\{\s*"(Put|Update|Delete|ConditionCheck|Get)"\s*:', source))
+    calls -= {"transact_write_items", "transact_get_items"}
+    needed = {DYNAMODB_ACTIONS[call] for call in calls}
+    granted = {
+        action
+        for name in FUNCTIONS
+        for statement in iam_statements(function_properties(template, name).get("Policies", []))
+        if referenced_id(statement["Resource"]) == "ConversationTable"
+        for action in as_list(statement["Action"])
+    }
+    assert needed and needed <= granted, needed - granted
+
+
+def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> None:
+    """Cluster with Container Insights, the ECS GPU AMI from SSM, an ASG from zero that ECS scales and
+    protects, the capacity provider associated with the cluster and used by the service."""
+    cluster_id, cluster = only_resource(template, "AWS::ECS::Cluster")
+    assert {"Name": "containerInsights", "Value": "enabled"} in cluster["ClusterSettings"]
+
+    ami = template["Parameters"]["GpuAmiId"]
+    assert ami["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"
+    assert ami["Default"] == "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/recommended/image_id"
+    template_id, launch = only_resource(template, "AWS::EC2::LaunchTemplate")
+    data = launch["LaunchTemplateData"]
+    assert referenced_id(data["ImageId"]) == "GpuAmiId"
+    assert referenced_id(data["InstanceType"]) == "GpuInstanceType"
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    user_data = data["UserData"]["Fn::Base64"]["Fn::Sub"]
+    assert "ECS_CLUSTER=${" + cluster_id + "}" in user_data
+    assert "ECS_ENABLE_GPU_SUPPORT=true" in user_data
+
+    group_id, group = only_resource(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert str(group["MinSize"]) == "0"
+    assert group["NewInstancesProtectedFromScaleIn"] is True
+    assert referenced_id(group["LaunchTemplate"]["LaunchTemplateId"]) == template_id
+    assert referenced_id(group["VPCZoneIdentifier"]) == "VpcSubnetIds"
+
+    provider_id, provider = only_resource(template, "AWS::ECS::CapacityProvider")
+    asg_provider = provider["AutoScalingGroupProvider"]
+    assert referenced_id(asg_provider["AutoScalingGroupArn"]) == group_id
+    assert asg_provider["ManagedScaling"]["Status"] == "ENABLED"
+    assert asg_provider["ManagedTerminationProtection"] == "ENABLED"
+
+    association_id, association = only_resource(template, "AWS::ECS::ClusterCapacityProviderAssociations")
+    assert referenced_id(association["Cluster"]) == cluster_id
+    assert [referenced_id(p) for p in association["CapacityProviders"]] == [provider_id]
+
+    service_id, service = only_resource(template, "AWS::ECS::Service")
+    assert "LaunchType" not in service
+    assert [referenced_id(s["CapacityProvider"]) for s in service["CapacityProviderStrategy"]] == [provider_id]
+    assert template["Resources"][service_id]["DependsOn"] == association_id
+    assert referenced_id(service["DesiredCount"]) == "RealizerMinTasks"
+    assert referenced_id(service["Cluster"]) == cluster_id
+
+
+def test_realizer_task_asks_for_a_gpu_and_the_queues(template: dict[str, Any]) -> None:
+    _, task = only_resource(template, "AWS::ECS::TaskDefinition")
+    assert task["RequiresCompatibilities"] == ["EC2"]
+    assert referenced_id(task["TaskRoleArn"]) == "RealizerTaskRole"
+    assert referenced_id(task["ExecutionRoleArn"]) == "RealizerExecutionRole"
+    container = realizer_container(template)
+    assert container["ResourceRequirements"] == [{"Type": "GPU", "Value": "1"}]
+    assert referenced_id(container["Image"]) == "RealizerImageUri"
+    env = {variable["Name"]: variable["Value"] for variable in container["Environment"]}
+    assert referenced_id(env["REALIZE_QUEUE_URL"]) == "RealizeQueue"
+    assert referenced_id(env["SCREEN_QUEUE_URL"]) == "ScreenQueue"
+    assert env["REALIZER_ENGINE"] == "vllm"
+    logging = container["LogConfiguration"]
+    assert logging["LogDriver"] == "awslogs"
+    assert referenced_id(logging["Options"]["awslogs-group"]) == "RealizerLogGroup"
+    assert container["StopTimeout"] >= 60
+
+
+def test_realizer_scales_on_backlog_per_task_and_wakes_from_zero(template: dict[str, Any]) -> None:
+    target_id, target = only_resource(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert target["ScalableDimension"] == "ecs:service:DesiredCount"
+    assert referenced_id(target["MinCapacity"]) == "RealizerMinTasks"
+    assert referenced_id(target["MaxCapacity"]) == "RealizerMaxTasks"
+    assert "RealizerService.Name" in str(target["ResourceId"])
+
+    policies = resources_of_type(template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    for policy in policies.values():
+        assert referenced_id(policy["Properties"]["ScalingTargetId"]) == target_id
+    tracking = [p["Properties"] for p in policies.values() if p["Properties"]["PolicyType"] == "TargetTrackingScaling"]
+    (tracking_policy,) = tracking
+    queries = tracking_policy["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["Metrics"]
+    by_id = {query["Id"]: query for query in queries}
+    (returned,) = [query for query in queries if query.get("ReturnData")]
+    numerator, denominator = (part.strip() for part in returned["Expression"].split("/"))
+    visible = by_id[numerator]["MetricStat"]["Metric"]
+    running = by_id[denominator]["MetricStat"]["Metric"]
+    assert (visible["Namespace"], visible["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert referenced_id(dimension(visible, "QueueName")) == "RealizeQueue"
+    assert (running["Namespace"], running["MetricName"]) == ("ECS/ContainerInsights", "RunningTaskCount")
+
+    alarms = resources_of_type(template, "AWS::CloudWatch::Alarm")
+    steps = {name: p["Properties"] for name, p in policies.items() if p["Properties"]["PolicyType"] == "StepScaling"}
+    wake = [
+        (name, step)
+        for name, step in steps.items()
+        if step["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
+        and [a["ScalingAdjustment"] for a in step["StepScalingPolicyConfiguration"]["StepAdjustments"]] == [1]
+    ]
+    ((wake_id, _),) = wake
+    (wake_alarm,) = [a["Properties"] for a in alarms.values() if {"Ref": wake_id} in a["Properties"]["AlarmActions"]]
+    watched = [
+        (m["MetricName"], referenced_id(dimension(m, "QueueName")))
+        for m in metric_stats(wake_alarm)
+        if m["Namespace"] == "AWS/SQS"
+    ]
+    assert watched == [("ApproximateNumberOfMessagesVisible", "RealizeQueue")]
+
+
+def test_alarms_watch_both_dead_letter_queues_and_the_oldest_realize_job(template: dict[str, Any]) -> None:
+    watched = set()
+    for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        if "MetricName" in props and props["Namespace"] == "AWS/SQS":
+            watched.add((props["MetricName"], referenced_id(dimension(props, "QueueName"))))
+            assert referenced_id(props["AlarmActions"][0]) == "AlarmTopic"
+    assert ("ApproximateNumberOfMessagesVisible", "RealizeDeadLetterQueue") in watched
+    assert ("ApproximateNumberOfMessagesVisible", "ScreenDeadLetterQueue") in watched
+    assert ("ApproximateAgeOfOldestMessage", "RealizeQueue") in watched
+
+
+def test_metric_names_exist(template: dict[str, Any]) -> None:
+    metrics = list(metric_stats(template["Resources"]))
+    assert metrics
+    for metric in metrics:
+        assert metric["MetricName"] in KNOWN_METRICS[metric["Namespace"]], metric
+
+
+def test_parameters_and_outputs(template: dict[str, Any]) -> None:
+    parameters = template["Parameters"]
+    assert parameters["VpcSubnetIds"]["Type"] == "List<AWS::EC2::Subnet::Id>"
+    assert parameters["GpuInstanceType"]["Default"] in {"g5.xlarge", "g6.xlarge"}
+    assert parameters["RealizerMinTasks"]["Default"] == 0
+    assert parameters["RealizerMaxTasks"]["Default"] == 2
+    for name in ("Stage", "RealizerImageUri", "RetentionDays", "ReplyDeadlineSeconds", "LogLevel"):
+        assert name in parameters
+    assert set(template["Outputs"]) >= REQUIRED_OUTPUTS
+
+
+def test_every_checkov_suppression_gives_a_reason(template: dict[str, Any]) -> None:
+    """Each skipped checkov check carries a one-sentence reason in the resource's metadata."""
+    skips = [
+        (name, skip)
+        for name, resource in template["Resources"].items()
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+    ]
+    assert skips
+    for name, skip in skips:
+        assert re.fullmatch(r"CKV_AWS_\d+", skip["id"]), (name, skip)
+        assert re.fullmatch(r"\S[^\n]{20,}\.", skip["comment"]), (name, skip)
+
+
+# --- sam build -------------------------------------------------------------------------------------
+
+
+def sam_executable() -> Path | None:
+    """SAM CLI from $SAM_CLI, the deploy tools' venv (`make build` installs it), or PATH."""
+    for candidate in (os.environ.get("SAM_CLI"), ROOT / ".venv-deploy" / "bin" / "sam", shutil.which("sam")):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="module")
+def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`sam build` (no container) into a temporary folder; skipped where SAM CLI is not installed, except in CI."""
+    sam = sam_executable()
+    if sam is None:
+        if os.environ.get("CI"):
+            pytest.fail("SAM CLI is not installed: `make template-checks` installs it into .venv-deploy")
+        pytest.skip("SAM CLI is not installed (make build installs it into .venv-deploy)")
+    build_dir = tmp_path_factory.mktemp("sam") / "build"
+    # SAM's python3.12 builder and the layer's Makefile want a python3.12 / python3 on PATH: the
+    # tools' venv has both.
+    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PATH": f"{sam.parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [str(sam), "build", "--template-file", str(TEMPLATE), "--build-dir", str(build_dir), "--region", "us-east-1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return build_dir
+
+
+def test_sam_build_layer_holds_the_package_its_dependencies_and_the_pack(sam_build: Path) -> None:
+    layer = sam_build / "DialogueLayer"
+    assert (layer / "python" / "dialogue" / "pack.py").is_file()
+    assert (layer / "python" / "aws_lambda_powertools").is_dir()
+    assert (layer / "python" / "pydantic").is_dir()
+    assert (layer / "data" / "riverton" / "domain.toml").is_file()
+    assert not (layer / "python" / "python").exists()
+    # Built for the functions' architecture (arm64), not the build machine's.
+    (core,) = (layer / "python" / "pydantic_core").glob("_pydantic_core.*.so")
+    assert "aarch64" in core.name
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_sam_build_function_holds_its_handler(sam_build: Path, name: str) -> None:
+    module = FUNCTIONS[name]["Handler"].split(".", 1)[0]
+    assert (sam_build / name / f"{module}.py").is_file()
+    built, _ = decode(str(sam_build / "template.yaml"))
+    assert built["Resources"][name]["Properties"]["CodeUri"] == name

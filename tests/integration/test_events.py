@@ -1,0 +1,269 @@
+"""Every file in events/ drives its handler on moto and gives the outcome docs/DEPLOY.md documents.
+
+The files are what `sam local invoke -e events/<file> --env-vars events/env.json` sends. Docker is not
+here, so the handlers run in this process against the local stack's table and queues, in the order
+the deploy guide gives: seed the conversation, turns 1 to 7, the screen events, then the reads and the
+bad requests. env.json's placeholders are filled from the local stack as the guide fills them from the
+stack outputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from devstack.events import FakeLambdaContext
+from devstack.stack import TABLE_NAME, LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+DEPLOY_GUIDE = ROOT / "docs" / "DEPLOY.md"
+IDEMPOTENCY_TABLE = "devstack-idempotency"
+FUNCTION_OF_PREFIX = {"api-": "TurnApiFunction", "sqs-": "ScreenReplyFunction"}
+
+
+def _load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("events_generate", EVENTS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generate = _load_generator()
+CONVERSATION_ID = str(generate.CONVERSATION_ID)
+
+# The documented outcome of each turn event: (HTTP status, action, reply source, turn status).
+TURN_OUTCOMES = {
+    "api-turn-1-request-program.json": (202, "request_program", "model", "pending"),
+    "api-turn-2-refuse.json": (200, "refuse", "fixed", "final"),
+    "api-turn-3-abstain-hand-off.json": (200, "abstain_hand_off", "fixed", "final"),
+    "api-turn-4-hand-off.json": (200, "hand_off", "fixed", "final"),
+    "api-turn-5-request-contact.json": (202, "request_contact", "model", "pending"),
+    "api-turn-6-confirm.json": (202, "confirm", "model", "pending"),
+    "api-turn-7-inform.json": (202, "inform", "model", "pending"),
+}
+# The documented outcome of each bad request: (HTTP status, error code).
+REFUSED_REQUESTS = {
+    "api-bad-body-not-json.json": (400, "invalid_body"),
+    "api-bad-body-empty-text.json": (422, "invalid_text_length"),
+    "api-bad-body-text-too-long.json": (422, "invalid_text_length"),
+    "api-unknown-conversation.json": (404, "ConversationNotFound"),
+}
+SEQUENCE = (
+    "seed-conversation.json",
+    *TURN_OUTCOMES,
+    "sqs-screen-clean.json",
+    "sqs-screen-tripped.json",
+    "sqs-screen-bad-record.json",
+    "api-get-turn.json",
+    "api-get-conversation.json",
+    "api-create-conversation.json",
+    *REFUSED_REQUESTS,
+)
+
+
+def load(name: str) -> Any:
+    return json.loads((EVENTS / name).read_text())
+
+
+def function_for(name: str) -> str:
+    (function,) = (function for prefix, function in FUNCTION_OF_PREFIX.items() if name.startswith(prefix))
+    return function
+
+
+class Deployment:
+    """The local stack seen through env.json: handlers invoked with sample events, items read back."""
+
+    def __init__(self, stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.stack = stack
+        self.used: list[str] = []
+        stack.dynamodb.create_table(
+            TableName=IDEMPOTENCY_TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        outputs = {
+            "ConversationTableName": TABLE_NAME,
+            "IdempotencyTableName": IDEMPOTENCY_TABLE,
+            "RealizeQueueUrl": stack.realize_queue.url,
+        }
+        self.environment = {
+            function: {name: fill_placeholder(value, outputs) for name, value in variables.items()}
+            for function, variables in load("env.json").items()
+        }
+        self.used.append("env.json")
+        from dialogue.factory import reset_caches
+
+        for variables in self.environment.values():
+            for name, value in variables.items():
+                monkeypatch.setenv(name, value)
+        reset_caches()
+
+    def seed(self, name: str) -> None:
+        self.stack.dynamodb.put_item(TableName=TABLE_NAME, Item=load(name))
+        self.used.append(name)
+
+    def api(self, name: str) -> tuple[int, Any, str]:
+        import turn_api
+
+        assert function_for(name) == "TurnApiFunction"
+        result = turn_api.lambda_handler(load(name), FakeLambdaContext(function_name="turn_api"))
+        self.used.append(name)
+        text = result.get("body") or ""
+        return int(result["statusCode"]), json.loads(text) if text else None, text
+
+    def sqs(self, name: str) -> dict[str, Any]:
+        import screen_reply
+
+        assert function_for(name) == "ScreenReplyFunction"
+        result: dict[str, Any] = dict(screen_reply.lambda_handler(load(name), FakeLambdaContext("screen_reply")))
+        self.used.append(name)
+        return result
+
+    def turn_item(self, turn_id: int) -> dict[str, Any]:
+        from dialogue.store import partition_key, turn_sort_key
+
+        key = {"pk": {"S": partition_key(UUID(CONVERSATION_ID))}, "sk": {"S": turn_sort_key(turn_id)}}
+        item: dict[str, Any] = self.stack.dynamodb.get_item(TableName=TABLE_NAME, Key=key)["Item"]
+        return item
+
+    def realize_jobs_waiting(self) -> int:
+        attributes = self.stack.sqs.get_queue_attributes(
+            QueueUrl=self.stack.realize_queue.url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"])
+
+
+def fill_placeholder(value: str, outputs: dict[str, str]) -> str:
+    match = re.fullmatch(r"<output:(\w+)>", value)
+    assert match, f"env.json value {value!r} is not an <output:NAME> placeholder"
+    return outputs[match.group(1)]
+
+
+@pytest.fixture
+def deployment(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
+    yield Deployment(stack, monkeypatch)
+
+
+def test_every_file_in_events_is_exercised() -> None:
+    """The folder holds exactly the sequence's files, env.json and the generator (run by its own test)."""
+    on_disk = {path.name for path in EVENTS.iterdir() if path.is_file()}
+    assert on_disk == {*SEQUENCE, "env.json", "generate.py"}
+
+
+def test_events_are_what_the_generator_writes() -> None:
+    """The committed files match events/generate.py's output byte for byte (rerun it after a change)."""
+    for name, content in generate.build_events():
+        assert (EVENTS / name).read_text() == generate.render(content), f"{name} is stale"
+
+
+def test_env_json_names_each_function_and_only_its_declared_variables() -> None:
+    """sam local invoke overrides only variables the template declares for that function."""
+    from cfnlint.decode import decode
+
+    template, matches = decode(str(ROOT / "template.yaml"))
+    assert template is not None and not matches
+    global_variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    env = load("env.json")
+    assert set(env) == {"TurnApiFunction", "ScreenReplyFunction"}
+    for function, variables in env.items():
+        properties = template["Resources"][function]["Properties"]
+        declared = {*global_variables, *properties.get("Environment", {}).get("Variables", {})}
+        assert set(variables) <= declared, function
+        for value in variables.values():
+            output = re.fullmatch(r"<output:(\w+)>", value)
+            assert output and output.group(1) in template["Outputs"], value
+
+
+def test_every_event_file_is_in_the_deploy_guide() -> None:
+    guide = DEPLOY_GUIDE.read_text()
+    for name in (*SEQUENCE, "env.json"):
+        assert f"events/{name}" in guide, f"docs/DEPLOY.md does not mention events/{name}"
+
+
+def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
+    # Given the conversation the turn events address, seeded as a new conversation.
+    deployment.seed("seed-conversation.json")
+
+    # When each turn event is sent in order, then each gives its action: fixed text at once (200)
+    # or accepted for wording (202, a RealizeJob on the realize queue and no reply yet).
+    for turn_id, (name, (status, action, source, turn_status)) in enumerate(TURN_OUTCOMES.items(), start=1):
+        code, body, _ = deployment.api(name)
+        assert code == status, (name, body)
+        assert body["conversation_id"] == CONVERSATION_ID
+        assert (body["turn_id"], body["action"], body["reply_source"], body["status"]) == (
+            turn_id,
+            action,
+            source,
+            turn_status,
+        )
+        assert ("reply" in body) == (source == "fixed"), name
+    assert deployment.realize_jobs_waiting() == 4
+
+    # A clean realized reply: no failed record; turn 6 is final with the reply shown, not flagged.
+    assert deployment.sqs("sqs-screen-clean.json") == {"batchItemFailures": []}
+    item = deployment.turn_item(6)
+    assert item["status"] == {"S": "final"}
+    assert item["fallback_used"] == {"BOOL": False}
+    assert item["reply_screen"] == {"S": "not flagged by screen"}
+    assert item["human_review"] == {"S": "pending"}
+
+    # The same event again is a duplicate delivery: no failure, and nothing changes.
+    before = deployment.turn_item(6)
+    assert deployment.sqs("sqs-screen-clean.json") == {"batchItemFailures": []}
+    assert deployment.turn_item(6) == before
+
+    # A reply that trips a screen: no failed record; turn 7 is final, held, with the fallback stored.
+    assert deployment.sqs("sqs-screen-tripped.json") == {"batchItemFailures": []}
+    item = deployment.turn_item(7)
+    assert item["status"] == {"S": "final"}
+    assert item["fallback_used"] == {"BOOL": True}
+    assert item["reply_screen"] == {"S": "held for human review"}
+    assert {"S": "promise_words"} in item["screens_fired"]["L"]
+
+    # A batch with one good record and one unreadable one: only the bad one is reported failed.
+    batch = load("sqs-screen-bad-record.json")
+    bad_id = batch["Records"][1]["messageId"]
+    assert deployment.sqs("sqs-screen-bad-record.json") == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
+    assert deployment.turn_item(5)["status"] == {"S": "final"}
+
+    # Reads: the screened reply of turn 6, and the conversation's slots after seven turns.
+    code, body, _ = deployment.api("api-get-turn.json")
+    assert code == 200
+    assert (body["turn_id"], body["action"], body["status"], body["reply_source"]) == (6, "confirm", "final", "model")
+    assert body["reply"] == generate.CLEAN_REPLY[1]
+    assert (body["reply_screen"], body["human_review"], body["fallback_used"]) == (
+        "not flagged by screen",
+        "pending",
+        False,
+    )
+    code, body, _ = deployment.api("api-get-conversation.json")
+    assert code == 200
+    assert body["turn_count"] == 7
+    assert body["slots"] == {"program": "data_support", "childcare_needed": "unknown", "contact_channel": "email"}
+
+    # A new conversation gets a fresh id.
+    code, body, _ = deployment.api("api-create-conversation.json")
+    assert code == 201
+    assert UUID(body["conversation_id"]) != UUID(CONVERSATION_ID)
+
+    # Bad requests are refused with a code and a sentence, never echoing what was sent.
+    for name, (status, error) in REFUSED_REQUESTS.items():
+        code, body, text = deployment.api(name)
+        assert (code, body["error"]) == (status, error), (name, body)
+        sent = json.loads(load(name)["body"]).get("text", "") if name != "api-bad-body-not-json.json" else ""
+        assert not sent or sent not in text
+    code, body, _ = deployment.api("api-get-conversation.json")
+    assert body["turn_count"] == 7, "a refused request must not add a turn"
+
+    assert set(deployment.used) == {*SEQUENCE, "env.json"}
