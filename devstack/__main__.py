@@ -40,6 +40,11 @@ def _replay(args: argparse.Namespace) -> int:
         with local_stack(realizer=args.realizer, model=args.model, revision=args.revision) as stack:
             for conversation in scripted_turns_by_conversation(turns).values():
                 rows.extend(tables.replay_conversation(stack, conversation))
+            if args.audit_dir:
+                from devstack.audit import write_audit
+
+                counts = write_audit(stack, Path(args.audit_dir))
+                print(f"devstack: audit written to {args.audit_dir}: {counts}", file=sys.stderr)
     except tables.ReplayError as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 1
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--realizer", type=_realizer, default="template",
                         help="smollm, qwen, vllm, template or canned:FILE (default: template)")  # fmt: skip
     replay.add_argument("--json", action="store_true", help="print one JSON object per turn")
+    replay.add_argument("--audit-dir", help="write every DynamoDB item, SQS message body and log line here")
     _model_options(replay)
     replay.set_defaults(run=_replay)
 

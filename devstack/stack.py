@@ -20,6 +20,7 @@ from devstack.events import FakeLambdaContext, http_event, sqs_event
 
 REGION = "us-east-1"
 TABLE_NAME = "devstack-conversations"
+IDEMPOTENCY_TABLE_NAME = "devstack-idempotency"
 MAX_RECEIVE_COUNT = 5
 
 _ENVIRONMENT = {
@@ -29,6 +30,7 @@ _ENVIRONMENT = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
     "TABLE_NAME": TABLE_NAME,
+    "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE_NAME,
     "POWERTOOLS_SERVICE_NAME": "devstack",
     "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDeskLocal",
     "POWERTOOLS_TRACE_DISABLED": "true",
@@ -126,9 +128,13 @@ class LocalStack:
             if not messages:
                 return handled
             with self._captured():
-                result = screen_reply.lambda_handler(
-                    sqs_event(messages, self.screen_queue.arn), FakeLambdaContext(function_name="screen_reply")
-                )
+                try:
+                    result = screen_reply.lambda_handler(
+                        sqs_event(messages, self.screen_queue.arn), FakeLambdaContext(function_name="screen_reply")
+                    )
+                except Exception:
+                    # As the event source mapping does: a failed invocation returns the whole batch.
+                    result = {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in messages]}
             failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
             for message in messages:
                 if message["MessageId"] not in failed:
@@ -155,9 +161,9 @@ class LocalStack:
 
     # --- inspection, for audits and tests ----------------------------------------------------------
 
-    def table_items(self) -> list[dict[str, Any]]:
+    def table_items(self, table_name: str = TABLE_NAME) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
-        for page in self.dynamodb.get_paginator("scan").paginate(TableName=TABLE_NAME):
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=table_name):
             items.extend(page["Items"])
         return items
 
@@ -204,6 +210,15 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     )
     dynamodb.update_time_to_live(
         TableName=TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
+    )
+    dynamodb.create_table(
+        TableName=IDEMPOTENCY_TABLE_NAME,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.update_time_to_live(
+        TableName=IDEMPOTENCY_TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"}
     )
     realize_dlq = _create_queue(sqs, "devstack-realize-dlq")
     screen_dlq = _create_queue(sqs, "devstack-screen-dlq")

@@ -674,3 +674,20 @@ def test_sam_build_function_holds_its_handler(sam_build: Path, name: str) -> Non
     assert (sam_build / name / f"{module}.py").is_file()
     built, _ = decode(str(sam_build / "template.yaml"))
     assert built["Resources"][name]["Properties"]["CodeUri"] == name
+
+
+def test_each_function_may_make_its_own_store_calls(template: dict[str, Any]) -> None:
+    """Per function, the conversation-table actions its code path needs: the turn API reads, writes
+    turns in a transaction and finalizes a turn past its deadline; the screen function finalizes."""
+    needed = {
+        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "ScreenReplyFunction": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+    }
+    for name, actions in needed.items():
+        granted = {
+            action
+            for statement in iam_statements(function_properties(template, name).get("Policies", []))
+            if referenced_id(statement["Resource"]) == "ConversationTable"
+            for action in as_list(statement["Action"])
+        }
+        assert actions <= granted, (name, actions - granted)

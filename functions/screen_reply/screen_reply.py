@@ -29,7 +29,9 @@ class RealizedReplyRecord(SqsRecordModel):
     body: Json[RealizedReply]  # type: ignore[assignment]
 
 
-processor = BatchProcessor(event_type=EventType.SQS, model=RealizedReplyRecord)
+# A batch that fails whole is reported record by record too, so the function does not error: each
+# record is retried alone and a poison one moves to the DLQ after maxReceiveCount.
+processor = BatchProcessor(event_type=EventType.SQS, model=RealizedReplyRecord, raise_on_entire_batch_failure=False)
 
 
 def screen_record(record: RealizedReplyRecord) -> None:
@@ -54,4 +56,8 @@ def screen_record(record: RealizedReplyRecord) -> None:
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(event=event, record_handler=screen_record, processor=processor, context=context)
+    response = process_partial_response(event=event, record_handler=screen_record, processor=processor, context=context)
+    failures = len(response.get("batchItemFailures", []))
+    if failures:
+        metrics.add_metric(name="ScreenRecordsFailed", unit=MetricUnit.Count, value=failures)
+    return response

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api_models import ConversationCreated, ConversationDetail, ErrorBody, TurnAccepted, TurnDetail, TurnRequest
@@ -23,11 +24,15 @@ from dialogue.errors import (
     ConcurrentTurnConflict,
     ConversationNotFound,
     DialogueError,
+    InvalidIdempotencyKey,
     QueueUnavailable,
+    RetryInProgress,
     StoreUnavailable,
+    TurnLimitReached,
     TurnNotFound,
 )
 from dialogue.factory import get_publisher, get_store
+from dialogue.idempotency import IDEMPOTENCY_HEADER, idempotently, register_lambda_context, valid_key
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
@@ -41,6 +46,9 @@ _ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
     ConversationNotFound: HTTPStatus.NOT_FOUND,
     TurnNotFound: HTTPStatus.NOT_FOUND,
     ConcurrentTurnConflict: HTTPStatus.CONFLICT,
+    RetryInProgress: HTTPStatus.CONFLICT,
+    TurnLimitReached: HTTPStatus.CONFLICT,
+    InvalidIdempotencyKey: HTTPStatus.BAD_REQUEST,
     StoreUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
     QueueUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
 }
@@ -74,8 +82,26 @@ def create_conversation() -> Response[ConversationCreated]:
 
 @app.post("/conversations/<conversation_id>/turns", responses={200: {}, 202: {}})
 def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, Body()]) -> Response[dict[str, Any]]:
+    key = app.current_event.headers.get(IDEMPOTENCY_HEADER)
+    if key is not None and not valid_key(key):
+        raise InvalidIdempotencyKey()
+    try:
+        answer = idempotently(str(conversation_id), key, lambda: accept_turn(conversation_id, request.text))
+    except IdempotencyAlreadyInProgressError:
+        raise RetryInProgress() from None
+    return Response(status_code=answer["status_code"], content_type=content_types.APPLICATION_JSON, body=answer["body"])
+
+
+def accept_turn(conversation_id: UUID, text: str) -> dict[str, Any]:
+    """Apply the turn; the answer (status and body) is what an idempotent retry gets back."""
     view = conversation.take_turn(
-        conversation_id, request.text, store=get_store(), publisher=get_publisher(), pack=get_pack(), now=_now()
+        conversation_id,
+        text,
+        store=get_store(),
+        publisher=get_publisher(),
+        pack=get_pack(),
+        now=_now(),
+        max_turns=get_settings().max_turns_per_conversation,
     )
     turn = view.turn
     logger.info(
@@ -83,7 +109,7 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
         conversation_id=str(conversation_id),
         turn_id=turn.turn_id,
         action=str(turn.action),
-        text_chars=len(request.text),
+        text_chars=len(text),
     )
     metrics.add_metric(name=f"Action_{turn.action}", unit=MetricUnit.Count, value=1)
     accepted = TurnAccepted(
@@ -95,11 +121,7 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
         reply=view.reply,
     )
     status = HTTPStatus.ACCEPTED if turn.action.uses_model else HTTPStatus.OK
-    return Response(
-        status_code=status,
-        content_type=content_types.APPLICATION_JSON,
-        body=accepted.model_dump(mode="json", exclude_none=True),
-    )
+    return {"status_code": int(status), "body": accepted.model_dump(mode="json", exclude_none=True)}
 
 
 @app.get("/conversations/<conversation_id>/turns/<turn_id>")
@@ -140,7 +162,8 @@ def get_conversation(conversation_id: ConversationId) -> ConversationDetail:
 def handle_dialogue_error(error: DialogueError) -> Response[Any]:
     status = _ERROR_STATUS.get(type(error), HTTPStatus.INTERNAL_SERVER_ERROR)
     logger.info("request refused", error=type(error).__name__, status=int(status))
-    headers = {"Retry-After": "1"} if status in (HTTPStatus.CONFLICT, HTTPStatus.SERVICE_UNAVAILABLE) else None
+    retryable = isinstance(error, ConcurrentTurnConflict | RetryInProgress | StoreUnavailable | QueueUnavailable)
+    headers = {"Retry-After": "1"} if retryable else None
     return _error(status, type(error).__name__, error.message, headers)
 
 
@@ -183,4 +206,5 @@ def handle_not_found(_: Exception) -> Response[Any]:
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    register_lambda_context(context)
     return app.resolve(event, context)

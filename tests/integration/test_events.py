@@ -21,12 +21,12 @@ from uuid import UUID
 import pytest
 
 from devstack.events import FakeLambdaContext
-from devstack.stack import TABLE_NAME, LocalStack
+from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 DEPLOY_GUIDE = ROOT / "docs" / "DEPLOY.md"
-IDEMPOTENCY_TABLE = "devstack-idempotency"
+IDEMPOTENCY_TABLE = IDEMPOTENCY_TABLE_NAME  # the local stack creates it, as the template does
 FUNCTION_OF_PREFIX = {"api-": "TurnApiFunction", "sqs-": "ScreenReplyFunction"}
 
 
@@ -86,12 +86,6 @@ class Deployment:
     def __init__(self, stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> None:
         self.stack = stack
         self.used: list[str] = []
-        stack.dynamodb.create_table(
-            TableName=IDEMPOTENCY_TABLE,
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
         outputs = {
             "ConversationTableName": TABLE_NAME,
             "IdempotencyTableName": IDEMPOTENCY_TABLE,

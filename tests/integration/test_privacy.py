@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from devstack.replay import replay_conversation
-from devstack.stack import LocalStack
+from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
 from dialogue.actions import Action
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 from dialogue.replies import fixed_reply
@@ -56,7 +56,11 @@ def approved_text(pack: DomainPack) -> str:
 
 def everything_kept(stack: LocalStack) -> dict[str, list[str]]:
     return {
-        "dynamodb item": [json.dumps(item, ensure_ascii=False).lower() for item in stack.table_items()],
+        "dynamodb item": [
+            json.dumps(item, ensure_ascii=False).lower()
+            for table in (TABLE_NAME, IDEMPOTENCY_TABLE_NAME)
+            for item in stack.table_items(table)
+        ],
         "sqs message body": [message["body"].lower() for message in stack.sent_messages],
         "log line": [line.lower() for line in stack.log_lines],
     }

@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
-from dialogue.errors import ConversationNotFound, TurnNotFound
+from dialogue.errors import ConversationNotFound, TurnLimitReached, TurnNotFound
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state
 from dialogue.queues import RealizeJobPublisher
@@ -62,9 +62,12 @@ def take_turn(
     publisher: RealizeJobPublisher,
     pack: DomainPack,
     now: datetime,
+    max_turns: int,
 ) -> TurnView:
     """Apply one user turn. Fixed actions come back final with their reply; generated ones pending."""
     before = load_conversation(store, conversation_id)
+    if before.turn_count >= max_turns:
+        raise TurnLimitReached()
     understanding = understand(text, pack)
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model

@@ -30,3 +30,15 @@ class StoreUnavailable(DialogueError):
 
 class QueueUnavailable(DialogueError):
     message = "The reply could not be queued; ask for the turn again shortly."
+
+
+class TurnLimitReached(DialogueError):
+    message = "This conversation has reached its turn limit; start a new conversation."
+
+
+class InvalidIdempotencyKey(DialogueError):
+    message = "The Idempotency-Key header must be 1 to 128 letters, digits or . _ : - characters."
+
+
+class RetryInProgress(DialogueError):
+    message = "A turn with this Idempotency-Key is still being processed; retry shortly."

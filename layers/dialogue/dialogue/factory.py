@@ -30,8 +30,10 @@ def get_publisher() -> SqsRealizeJobPublisher:
 
 def reset_caches() -> None:
     """Forget settings and clients, for tests and local stacks that change the environment."""
+    from dialogue import idempotency
     from dialogue.pack import _cached_pack
 
+    idempotency.reset()
     get_store.cache_clear()
     get_publisher.cache_clear()
     get_settings.cache_clear()

@@ -15,10 +15,12 @@ class Settings(BaseModel):
 
     table_name: Annotated[str, Field(min_length=3)]
     realize_queue_url: str = ""
+    idempotency_table_name: str = ""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     max_text_chars: Annotated[int, Field(ge=1, le=100_000)] = 1000
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
+    max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
 
     @property
     def retention(self) -> timedelta:
@@ -36,10 +38,12 @@ class Settings(BaseModel):
 _ENVIRONMENT = {
     "table_name": "TABLE_NAME",
     "realize_queue_url": "REALIZE_QUEUE_URL",
+    "idempotency_table_name": "IDEMPOTENCY_TABLE_NAME",
     "retention_days": "RETENTION_DAYS",
     "reply_retention_hours": "REPLY_RETENTION_HOURS",
     "max_text_chars": "MAX_TEXT_CHARS",
     "reply_deadline_seconds": "REPLY_DEADLINE_SECONDS",
+    "max_turns_per_conversation": "MAX_TURNS_PER_CONVERSATION",
 }
 
 

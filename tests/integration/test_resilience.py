@@ -1,0 +1,215 @@
+"""Retries, concurrency, duplicate delivery, poison messages and limits, on moto.
+
+Each test drives the real handlers, queues and worker of the local stack.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from moto.dynamodb.models import DynamoDBBackend
+
+from devstack.stack import IDEMPOTENCY_TABLE_NAME, LocalStack
+from dialogue.factory import reset_caches
+from dialogue.pack import DomainPack
+from dialogue.state import DialogueState
+from dialogue.understanding import understand
+
+
+def new_conversation(stack: LocalStack) -> str:
+    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
+
+
+def turn_items(stack: LocalStack, conversation_id: str) -> list[dict[str, Any]]:
+    items = [
+        item
+        for item in stack.table_items()
+        if item["pk"]["S"] == f"CONV#{conversation_id}" and item["sk"]["S"].startswith("TURN#")
+    ]
+    return sorted((i for i in items if not i["sk"]["S"].endswith("#REPLY")), key=lambda i: i["sk"]["S"])
+
+
+# --- idempotency ----------------------------------------------------------------------------------
+
+
+def test_retry_with_the_same_idempotency_key_gets_the_same_answer_and_one_turn(stack: LocalStack) -> None:
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    headers = {"Idempotency-Key": "client-retry-0001"}
+    first = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers=headers)
+    again = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers=headers)
+    assert (again.status, again.body) == (first.status, first.body) == (200, again.body)
+    assert len(turn_items(stack, conversation_id)) == 1
+    # A new key is a new turn.
+    other = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers={"Idempotency-Key": "k2"})
+    assert other.body["turn_id"] == 2
+
+
+def test_idempotent_generated_turn_is_queued_once(stack: LocalStack) -> None:
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    for _ in range(3):
+        answer = stack.call_api("POST", path, {"text": "Forklift by email"}, headers={"Idempotency-Key": "abc"})
+        assert (answer.status, answer.body["turn_id"], answer.body["action"]) == (202, 1, "confirm")
+    jobs = [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
+    assert len(jobs) == 1
+
+
+def test_a_failed_attempt_can_be_retried_with_its_key(stack: LocalStack) -> None:
+    conversation_id = new_conversation(stack)
+    missing = f"/conversations/{'0' * 8}-0000-4000-8000-{'0' * 12}/turns"
+    assert stack.call_api("POST", missing, {"text": "hello"}, headers={"Idempotency-Key": "x1"}).status == 404
+    answer = stack.call_api(
+        "POST", f"/conversations/{conversation_id}/turns", {"text": "hello"}, headers={"Idempotency-Key": "x1"}
+    )
+    assert answer.status == 202
+
+
+@pytest.mark.parametrize("bad_key", ["", "has space", "x" * 129, "ключ"])
+def test_malformed_idempotency_key_is_refused(stack: LocalStack, bad_key: str) -> None:
+    conversation_id = new_conversation(stack)
+    answer = stack.call_api(
+        "POST", f"/conversations/{conversation_id}/turns", {"text": "hello"}, headers={"Idempotency-Key": bad_key}
+    )
+    assert answer.status == 400
+    assert answer.body["error"] == "InvalidIdempotencyKey"
+    assert len(turn_items(stack, conversation_id)) == 0
+
+
+def test_idempotency_records_hold_no_text(stack: LocalStack) -> None:
+    conversation_id = new_conversation(stack)
+    secret = "Quillfeather-Sentinel-6612 wants forklift"
+    stack.call_api(
+        "POST", f"/conversations/{conversation_id}/turns", {"text": secret}, headers={"Idempotency-Key": "q"}
+    )
+    records = stack.table_items(IDEMPOTENCY_TABLE_NAME)
+    assert len(records) == 1
+    assert "quillfeather" not in str(records).lower()
+
+
+# --- concurrency ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def atomic_dynamodb_requests(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Make each moto DynamoDB request atomic, as each DynamoDB request is; handlers still interleave."""
+    lock = threading.RLock()
+
+    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(*args, **kwargs)
+
+        return run
+
+    for name in ("get_item", "put_item", "transact_write_items", "update_item", "scan"):
+        monkeypatch.setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
+    yield
+
+
+TEXTS = ["forklift", "email please", "Data Support Certificate", "phone works", "I need childcare"]
+
+
+def test_fifty_concurrent_turns_lose_no_update(
+    stack: LocalStack, pack: DomainPack, atomic_dynamodb_requests: None
+) -> None:
+    # Given one conversation and fifty turns sent at once
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    start = threading.Barrier(50)
+
+    def send(index: int) -> tuple[str, Any]:
+        text = TEXTS[index % len(TEXTS)]
+        start.wait()
+        return text, stack.call_api("POST", path, {"text": text})
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        results = list(pool.map(send, range(50)))
+
+    # Then each turn either applied or was refused with a retry hint
+    applied = {answer.body["turn_id"]: text for text, answer in results if answer.status in (200, 202)}
+    refused = [answer for _, answer in results if answer.status not in (200, 202)]
+    assert all(a.status == 409 and a.headers.get("retry-after") == "1" for a in refused)
+    assert len(applied) + len(refused) == 50
+    # And turn ids are contiguous from 1, the count matches, and every turn built on the one before it
+    assert sorted(applied) == list(range(1, len(applied) + 1))
+    assert stack.call_api("GET", f"/conversations/{conversation_id}").body["turn_count"] == len(applied)
+    state = DialogueState.new(pack.frame)
+    for item in turn_items(stack, conversation_id):
+        turn_id = int(item["turn_id"]["N"])
+        state = state.with_updates(understand(applied[turn_id], pack).slot_updates)
+        stored = {slot: value["S"] for slot, value in item["slots"]["M"].items()}
+        assert stored == state.slots, f"turn {turn_id} did not build on turn {turn_id - 1}"
+
+
+# --- at-least-once delivery -----------------------------------------------------------------------
+
+
+def test_every_message_delivered_three_times_gives_one_reply_per_turn(stack: LocalStack) -> None:
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    for text in ("I want the Data Support Certificate.", "Email is best.", "When does it meet?"):
+        stack.call_api("POST", path, {"text": text})
+    # Every RealizeJob delivered three times
+    jobs = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
+    for body in jobs * 2:
+        stack.sqs.send_message(QueueUrl=stack.realize_queue.url, MessageBody=body)
+    while stack.realizer.poll_once():
+        pass
+    # and every RealizedReply delivered three times
+    replies = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.screen_queue.url]
+    for body in replies * 2:
+        stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody=body)
+    stack.drain()
+    items = stack.table_items()
+    reply_items = [i for i in items if i["sk"]["S"].endswith("#REPLY")]
+    assert len(reply_items) == 3
+    details = [stack.call_api("GET", f"{path}/{n}").body for n in (1, 2, 3)]
+    assert [d["status"] for d in details] == ["final"] * 3
+    assert [d["screens_fired"] for d in details] == [[], [], []]
+    assert any('"DuplicateRepliesIgnored"' in line for line in stack.log_lines)
+
+
+# --- poison messages ------------------------------------------------------------------------------
+
+
+def test_poison_reply_reaches_the_dlq_and_the_rest_of_its_batch_succeeds(stack: LocalStack) -> None:
+    # Given a queue that redelivers at once, a good reply and a poison message in the same batch
+    stack.sqs.set_queue_attributes(QueueUrl=stack.screen_queue.url, Attributes={"VisibilityTimeout": "0"})
+    conversation_id = new_conversation(stack)
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Can I have the forklift course?"})
+    stack.run_realizer()
+    stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody='{"not": "a reply"}')
+    # When the screen function has seen the poison message maxReceiveCount times
+    for _ in range(8):
+        stack.run_screen_function()
+    # Then the poison message is in the DLQ, and the good reply was applied
+    dead = stack.sqs.receive_message(QueueUrl=stack.screen_dlq.url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in dead] == ['{"not": "a reply"}']
+    detail = stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body
+    assert detail["status"] == "final"
+    left = stack.sqs.receive_message(QueueUrl=stack.screen_queue.url, MaxNumberOfMessages=10).get("Messages", [])
+    assert left == []
+
+
+# --- limits ---------------------------------------------------------------------------------------
+
+
+def test_turn_limit_per_conversation(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAX_TURNS_PER_CONVERSATION", "3")
+    reset_caches()
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    statuses = [stack.call_api("POST", path, {"text": "Can I talk to a person?"}).status for _ in range(4)]
+    assert statuses == [200, 200, 200, 409]
+    refused = stack.call_api("POST", path, {"text": "Can I talk to a person?"})
+    assert refused.body == {
+        "error": "TurnLimitReached",
+        "message": "This conversation has reached its turn limit; start a new conversation.",
+    }
+    assert "retry-after" not in refused.headers
+    assert len(turn_items(stack, conversation_id)) == 3
