@@ -83,7 +83,27 @@ def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> list[int]:
     return ids
 
 
-class TransformersEngine:
+class TemplatedPrompts:
+    """What both model engines share: the job's prompt under the model tokenizer's own chat
+    template, its ids, and the new-token cap (the job's own, never more than the engine's)."""
+
+    tokenizer: Any
+    max_new_tokens: int
+
+    def new_tokens(self, job: RealizeJob) -> int:
+        return min(job.max_new_tokens, self.max_new_tokens)
+
+    def prompt(self, job: RealizeJob) -> str:
+        text: str = self.tokenizer.apply_chat_template(chat_messages(job), tokenize=False, add_generation_prompt=True)
+        return text
+
+    def prompt_ids(self, job: RealizeJob) -> list[int]:
+        """The templated prompt's ids; the template already holds every special token it needs."""
+        ids: list[int] = self.tokenizer(self.prompt(job), add_special_tokens=False)["input_ids"]
+        return ids
+
+
+class TransformersEngine(TemplatedPrompts):
     """Greedy decoding with transformers' `generate`; answers in input order."""
 
     def __init__(
@@ -110,19 +130,6 @@ class TransformersEngine:
         pad = tokenizer.pad_token_id
         self.pad_token_id: int = pad if isinstance(pad, int) else self.eos_token_ids[0]
         model.eval()
-
-    def new_tokens(self, job: RealizeJob) -> int:
-        """The job's own cap, never more than the engine's."""
-        return min(job.max_new_tokens, self.max_new_tokens)
-
-    def prompt(self, job: RealizeJob) -> str:
-        text: str = self.tokenizer.apply_chat_template(chat_messages(job), tokenize=False, add_generation_prompt=True)
-        return text
-
-    def prompt_ids(self, job: RealizeJob) -> list[int]:
-        """The templated prompt's ids; the template already holds every special token it needs."""
-        ids: list[int] = self.tokenizer(self.prompt(job), add_special_tokens=False)["input_ids"]
-        return ids
 
     def generate_ids(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
         """Greedy continuation of `prompt_ids`: the new ids, the EOS included when one ends it."""

@@ -24,7 +24,7 @@ from realizer.hf_engine import (
     QWEN_MODEL_ID,
     QWEN_REVISION,
     REPETITION_PENALTY,
-    chat_messages,
+    TemplatedPrompts,
     failed_realization,
     over_budget,
     over_budget_realization,
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 VLLM_ENV_DEFAULTS = {"HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": "127.0.0.1"}
 
 
-class VllmEngine:
+class VllmEngine(TemplatedPrompts):
     """Greedy batch generation with vLLM's offline `LLM`; answers in input order."""
 
     def __init__(
@@ -62,18 +62,6 @@ class VllmEngine:
         self.token_budget = token_budget
         self.llm: Any = LLM(model=model, revision=revision, **llm_kwargs)
         self.tokenizer: Any = self.llm.get_tokenizer()
-
-    def new_tokens(self, job: RealizeJob) -> int:
-        """The job's own cap, never more than the engine's."""
-        return min(job.max_new_tokens, self.max_new_tokens)
-
-    def prompt(self, job: RealizeJob) -> str:
-        text: str = self.tokenizer.apply_chat_template(chat_messages(job), tokenize=False, add_generation_prompt=True)
-        return text
-
-    def prompt_ids(self, job: RealizeJob) -> list[int]:
-        ids: list[int] = self.tokenizer(self.prompt(job), add_special_tokens=False)["input_ids"]
-        return ids
 
     def realize_with_ids(self, jobs: Sequence[RealizeJob]) -> list[tuple[Realization, list[int]]]:
         """Each job's realization and its generated ids (EOS included when one ended it), in input order."""
