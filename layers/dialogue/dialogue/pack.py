@@ -1,8 +1,10 @@
 """The domain pack: the frame, programs, patterns, fixed texts and handbook, validated at load.
 
 A pack is a folder holding `domain.toml` and `handbook.csv`; `scripted_turns.csv` rides along for
-replays. Every file is validated by pydantic, and a malformed pack raises `PackError` naming the
-file and the row or entry at fault.
+replays and `understanding_cases.csv` for the understanding tests. Understanding patterns are matched
+against `dialogue.normalize.normalize(text)`: NFKC-folded, case-folded, invisible characters gone.
+Every file is validated by pydantic, and a malformed pack raises `PackError` naming the file and the
+row or entry at fault.
 """
 
 from __future__ import annotations
@@ -37,6 +39,19 @@ def _compile(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern, re.IGNORECASE)
     except re.error as error:
         raise ValueError(f"invalid regular expression: {error}") from None
+
+
+# Texts on which an understanding pattern must not match zero characters: one that can would fire on
+# every turn (or mark every position a negation cue), which is never what its author meant.
+_EMPTY_MATCH_PROBES = ("", "x", "x y, z. ")
+
+
+def _compile_nonempty(pattern: str) -> re.Pattern[str]:
+    compiled = _compile(pattern)
+    for probe in _EMPTY_MATCH_PROBES:
+        if any(match.end() == match.start() for match in compiled.finditer(probe)):
+            raise ValueError("pattern can match empty text, so it would fire on every turn")
+    return compiled
 
 
 class _Strict(BaseModel):
@@ -102,33 +117,85 @@ class IntentRule(_Strict):
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         if pattern is not None:
-            _compile(pattern)
+            _compile_nonempty(pattern)
         return pattern
 
 
-class SlotRule(_Strict):
-    slot: Identifier
-    value: Identifier
+class ScreenRule(_Strict):
+    """One way of asking for something the assistant must refuse; its name says which, never the text."""
+
+    name: Identifier
     pattern: NonEmptyText
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
-        _compile(pattern)
+        _compile_nonempty(pattern)
         return pattern
+
+
+class SlotRule(_Strict):
+    """A mention of a slot value. A negated mention sets `negated_value`, or nothing when that is unset."""
+
+    slot: Identifier
+    value: Identifier
+    pattern: NonEmptyText
+    negated_value: Identifier | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        _compile_nonempty(pattern)
+        return pattern
+
+
+class NegationRules(_Strict):
+    """When a mention is negated: a cue shortly before it or an after-cue shortly after, in one clause."""
+
+    cue_pattern: NonEmptyText
+    after_cue_pattern: NonEmptyText
+    scope_break_pattern: NonEmptyText
+    window_words: Annotated[int, Field(ge=0, le=8)]
+
+    @field_validator("cue_pattern", "after_cue_pattern", "scope_break_pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        _compile_nonempty(pattern)
+        return pattern
+
+
+class CorrectionRules(_Strict):
+    """Markers after which a slot's mentions replace the ones before ("sorry, I meant ...")."""
+
+    marker_pattern: NonEmptyText
+
+    @field_validator("marker_pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        _compile_nonempty(pattern)
+        return pattern
+
+
+def _unique_names(rules: tuple[ScreenRule, ...]) -> tuple[ScreenRule, ...]:
+    names = [rule.name for rule in rules]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"screen rule names must be unique; repeated: {duplicates}")
+    return rules
 
 
 class UnderstandingRules(_Strict):
-    injection_pattern: NonEmptyText
-    staff_only_pattern: NonEmptyText
+    injection_rules: tuple[ScreenRule, ...] = Field(min_length=1)
+    staff_only_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     intents: tuple[IntentRule, ...] = Field(min_length=1)
     slot_rules: tuple[SlotRule, ...]
+    negation: NegationRules
+    corrections: CorrectionRules
 
-    @field_validator("injection_pattern", "staff_only_pattern")
+    @field_validator("injection_rules", "staff_only_rules")
     @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile(pattern)
-        return pattern
+    def _names_unique(cls, rules: tuple[ScreenRule, ...]) -> tuple[ScreenRule, ...]:
+        return _unique_names(rules)
 
     @model_validator(mode="after")
     def _one_default_intent_last(self) -> UnderstandingRules:
@@ -209,9 +276,14 @@ class DomainSpec(_Strict):
         missing_actions = set(Action) - set(self.actions)
         if missing_actions:
             raise ValueError(f"actions table lacks {sorted(missing_actions)}")
-        for rule in self.understanding.slot_rules:
-            if rule.slot not in slot_names or rule.value not in self.frame.slot(rule.slot).values:
-                raise ValueError(f"slot rule sets an unknown slot or value: {rule.slot}={rule.value}")
+        for index, rule in enumerate(self.understanding.slot_rules):
+            where = f"understanding.slot_rules.{index}"
+            if rule.slot not in slot_names:
+                raise ValueError(f"{where} sets an unknown slot: {rule.slot}={rule.value}")
+            allowed = set(self.frame.slot(rule.slot).values)
+            for value in (rule.value, rule.negated_value):
+                if value is not None and value not in allowed:
+                    raise ValueError(f"{where} sets an unknown slot or value: {rule.slot}={value}")
         for action, spec in self.actions.items():
             for slot in spec.required_slots:
                 if slot not in slot_names:
@@ -307,10 +379,14 @@ class CompiledPatterns(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    injection: re.Pattern[str]
-    staff_only: re.Pattern[str]
+    injection: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
+    negation_cue: re.Pattern[str]
+    negation_after_cue: re.Pattern[str]
+    scope_break: re.Pattern[str]
+    correction_marker: re.Pattern[str]
     program_aliases: Mapping[str, re.Pattern[str]]
     required: Mapping[Action, tuple[re.Pattern[str], ...]]
     personal_detail: re.Pattern[str]
@@ -321,10 +397,14 @@ class CompiledPatterns(BaseModel):
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
         rules = spec.understanding
         return cls(
-            injection=_compile(rules.injection_pattern),
-            staff_only=_compile(rules.staff_only_pattern),
+            injection=tuple((rule, _compile(rule.pattern)) for rule in rules.injection_rules),
+            staff_only=tuple((rule, _compile(rule.pattern)) for rule in rules.staff_only_rules),
             intents=tuple((rule, _compile(rule.pattern) if rule.pattern else None) for rule in rules.intents),
             slot_rules=tuple((rule, _compile(rule.pattern)) for rule in rules.slot_rules),
+            negation_cue=_compile(rules.negation.cue_pattern),
+            negation_after_cue=_compile(rules.negation.after_cue_pattern),
+            scope_break=_compile(rules.negation.scope_break_pattern),
+            correction_marker=_compile(rules.corrections.marker_pattern),
             program_aliases={program.id: _compile(program.reply_alias_pattern) for program in spec.programs},
             required={
                 action: tuple(_compile(pattern) for pattern in action_spec.required_patterns)

@@ -1,13 +1,39 @@
 """Understanding a user turn: the injection and staff-only screens, the intent and slot updates.
 
-The text is read here and nowhere else; what leaves is coarse: flags, an intent name, slot values.
+The text is read here and nowhere else; what leaves is coarse: flags, rule names, an intent name,
+slot values. Nothing here logs, stores or raises with the text.
+
+Every pattern runs on `normalize(text)` (see `dialogue.normalize`). The patterns are the pack's;
+this module knows only the mechanism:
+
+- Screens: a turn is an injection when any `injection_rules` pattern matches, a staff-only request
+  when any `staff_only_rules` pattern matches. A screened turn yields no slot updates.
+- Mentions: every match of a slot rule is a mention of its value. Where two rules of one slot match
+  overlapping text, the earlier rule in the pack wins.
+- Negation: a mention is negated when a negation cue ends at most `window_words` words before it, or
+  an after-cue starts at most that many words after it, with no scope break (punctuation, "but",
+  ...) in between. A cue that is itself in the scope of an earlier cue cancels instead ("I can't
+  come without childcare" needs it). A negated mention sets the rule's `negated_value` ("no
+  childcare" → no), or nothing when the rule has none ("don't email me" says nothing about the
+  channel).
+- Corrections: when a correction marker ("sorry, I meant", "actually", "scratch that") comes before
+  some of a slot's mentions, only the mentions after the last such marker count.
+- A slot is updated when its counting mentions agree on one value. Mentions that disagree ("forklift
+  or data support?") leave the slot as it was, so the policy asks rather than guesses.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right, insort
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.pack import DomainPack, IntentRule
+from dialogue.normalize import normalize
+from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule
+
+_WORD = re.compile(r"\w+")
 
 
 class Understanding(BaseModel):
@@ -20,40 +46,163 @@ class Understanding(BaseModel):
     injection_screen: bool
     privileged_request: bool
     slot_updates: dict[str, str]
+    # The names of the screen rules that fired (pack names, never user text).
+    screens_fired: tuple[str, ...] = ()
 
     @property
     def must_refuse(self) -> bool:
         return self.injection_screen or self.privileged_request
 
 
+@dataclass(frozen=True)
+class Mention:
+    """One match of a slot rule in normalized text; `value` is None when a negation blocks it."""
+
+    slot: str
+    value: str | None
+    start: int
+    end: int
+    negated: bool
+
+
+def _screens(text: str, rules: tuple[tuple[ScreenRule, re.Pattern[str]], ...]) -> list[str]:
+    return [rule.name for rule, pattern in rules if pattern.search(text)]
+
+
 def classify_intent(text: str, pack: DomainPack) -> IntentRule:
-    """The first intent whose pattern matches, else the pack's default intent."""
+    """The first intent whose pattern matches the normalized text, else the pack's default intent."""
+    return _classify(normalize(text), pack)
+
+
+def _classify(text: str, pack: DomainPack) -> IntentRule:
     for rule, pattern in pack.compiled.intents:
         if pattern is None or pattern.search(text):
             return rule
     return pack.spec.understanding.default_intent
 
 
-def extract_slot_updates(text: str, pack: DomainPack) -> dict[str, str]:
-    """Per slot, the value of the first matching rule; slots with no match are absent."""
-    updates: dict[str, str] = {}
+class _Scope:
+    """Negation cues, after-cues, scope breaks, correction markers and words, found once in one text.
+
+    Every list is in text order, so each question is a binary search, whatever the text's length.
+    """
+
+    def __init__(self, text: str, patterns: CompiledPatterns, window: int) -> None:
+        self.window = window
+        cues = [match.span() for match in patterns.negation_cue.finditer(text)]
+        self.cue_ends = [end for _, end in cues]
+        self.after_cue_starts = [match.start() for match in patterns.negation_after_cue.finditer(text)]
+        breaks = [match.span() for match in patterns.scope_break.finditer(text)]
+        self.break_starts = [start for start, _ in breaks]
+        self.break_ends = [end for _, end in breaks]
+        self.marker_ends = [match.end() for match in patterns.correction_marker.finditer(text)]
+        self.word_starts = [match.start() for match in _WORD.finditer(text)]
+        # A cue in the scope of an earlier live cue is itself negated and cancels: "can't come
+        # without X" needs X. Cues are in text order, so one pass settles them all.
+        self.cue_live: list[bool] = []
+        for start, _ in cues:
+            self.cue_live.append(not self._cue_in_scope(start))
+
+    def _words(self, start: int, end: int) -> int:
+        return bisect_left(self.word_starts, end) - bisect_left(self.word_starts, start)
+
+    def _broken(self, start: int, end: int) -> bool:
+        """Whether a scope break lies wholly inside text[start:end]."""
+        index = bisect_left(self.break_starts, start)
+        return index < len(self.break_starts) and self.break_ends[index] <= end
+
+    def _in_scope(self, start: int, end: int) -> bool:
+        return self._words(start, end) <= self.window and not self._broken(start, end)
+
+    def _cue_in_scope(self, position: int) -> bool:
+        """Whether `position` is negated by the cues before it.
+
+        The nearest cue decides: a farther one has at least the same words and breaks between it
+        and `position`, and if the nearest was cancelled by a farther one, the two cancel out.
+        """
+        index = bisect_right(self.cue_ends, position, hi=len(self.cue_live)) - 1
+        return index >= 0 and self.cue_live[index] and self._in_scope(self.cue_ends[index], position)
+
+    def negates(self, start: int, end: int) -> bool:
+        """Whether the mention at text[start:end] has a live cue before it or an after-cue after it."""
+        after = bisect_left(self.after_cue_starts, end)
+        return self._cue_in_scope(start) or (
+            after < len(self.after_cue_starts) and self._in_scope(end, self.after_cue_starts[after])
+        )
+
+    def last_marker_before(self, position: int) -> int | None:
+        """The end of the last correction marker that ends at or before `position`."""
+        index = bisect_right(self.marker_ends, position) - 1
+        return self.marker_ends[index] if index >= 0 else None
+
+
+def find_mentions(text: str, pack: DomainPack) -> list[Mention]:
+    """Every slot-rule match in the normalized `text`, in text order, negation applied."""
+    normalized = normalize(text)
+    return _mentions(normalized, pack, _Scope(normalized, pack.compiled, _window(pack)))
+
+
+def _window(pack: DomainPack) -> int:
+    return pack.spec.understanding.negation.window_words
+
+
+def _mentions(text: str, pack: DomainPack, scope: _Scope) -> list[Mention]:
+    taken: dict[str, list[tuple[int, int]]] = {}  # per slot, the spans already mentioned, sorted
+    mentions: list[Mention] = []
     for rule, pattern in pack.compiled.slot_rules:
-        if rule.slot not in updates and pattern.search(text):
-            updates[rule.slot] = rule.value
+        spans = taken.setdefault(rule.slot, [])
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            # Spans of one slot never overlap, so only the neighbours can overlap a new one.
+            index = bisect_left(spans, (start, end))
+            if (index > 0 and spans[index - 1][1] > start) or (index < len(spans) and spans[index][0] < end):
+                continue  # an earlier rule of this slot already read this text
+            insort(spans, (start, end))
+            negated = scope.negates(start, end)
+            value = rule.negated_value if negated else rule.value
+            mentions.append(Mention(rule.slot, value, start, end, negated))
+    return sorted(mentions, key=lambda mention: mention.start)
+
+
+def _settle(mentions: list[Mention], scope: _Scope) -> str | None:
+    """One slot's value: its mentions after the last correction marker that precedes any of them."""
+    if not mentions:
+        return None
+    marker = scope.last_marker_before(mentions[-1].start)
+    counting = mentions if marker is None else [mention for mention in mentions if mention.start >= marker]
+    values = {mention.value for mention in counting if mention.value is not None}
+    return values.pop() if len(values) == 1 else None
+
+
+def extract_slot_updates(text: str, pack: DomainPack) -> dict[str, str]:
+    """Per slot, the value its mentions agree on; slots with no such value are absent."""
+    return _extract(normalize(text), pack)
+
+
+def _extract(text: str, pack: DomainPack) -> dict[str, str]:
+    scope = _Scope(text, pack.compiled, _window(pack))
+    mentions = _mentions(text, pack, scope)
+    updates: dict[str, str] = {}
+    for slot in pack.frame.slot_names:
+        value = _settle([mention for mention in mentions if mention.slot == slot], scope)
+        if value is not None:
+            updates[slot] = value
     return updates
 
 
 def understand(text: str, pack: DomainPack) -> Understanding:
     """Screen and read one turn. A screened turn yields no slot updates."""
+    normalized = normalize(text)
     patterns = pack.compiled
-    injection = patterns.injection.search(text) is not None
-    privileged = patterns.staff_only.search(text) is not None
-    intent = classify_intent(text, pack)
-    updates = {} if injection or privileged else extract_slot_updates(text, pack)
+    injection = _screens(normalized, patterns.injection)
+    staff_only = _screens(normalized, patterns.staff_only)
+    intent = _classify(normalized, pack)
+    screened = bool(injection or staff_only)
     return Understanding(
         intent=intent.name,
         route=intent.route,
-        injection_screen=injection,
-        privileged_request=privileged,
-        slot_updates=updates,
+        injection_screen=bool(injection),
+        privileged_request=bool(staff_only),
+        slot_updates={} if screened else _extract(normalized, pack),
+        screens_fired=(*injection, *staff_only),
     )

@@ -1,0 +1,65 @@
+"""One canonical form of a user's text, so that screens and slot rules see through disguises.
+
+`normalize` is what every understanding pattern runs on. It is a pure function of the text: it
+never logs, stores or raises with the text, and what it returns stays in the caller's memory.
+
+Steps, in order:
+
+1. Unicode compatibility decomposition (the NFKD half of NFKC): full-width letters, ligatures
+   (U+FB00 "ff"), superscripts, non-breaking and ideographic spaces become their plain forms.
+2. Case folding (`str.casefold`, stronger than `lower`: "ß" becomes "ss").
+3. Removal of what a reader cannot see: format characters (category Cf: zero-width space, joiners,
+   word joiner, soft hyphen, bidi controls, tag characters), control characters other than
+   whitespace (Cc), lone surrogates (Cs), a few invisible letters that are not Cf (the Hangul
+   fillers, the combining grapheme joiner, variation selectors) and combining marks (Mn, Me), so
+   "ign\\u200bore" and "i\\u0308gnore" both read "ignore".
+4. Typographic apostrophes, quotes and hyphens become "'", '"' and "-", so a pattern written with
+   "don't" also matches "don\\u2019t"; en and em dashes become " - ", a clause break.
+5. Canonical composition (the NFC half of NFKC), then whitespace collapsed to single spaces and
+   trimmed.
+
+The result is in NFKC form and case-folded, and `normalize(normalize(text)) == normalize(text)`.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+# Removed outright: invisible characters whose category is not Cf.
+_INVISIBLE = frozenset(
+    [
+        0x034F,  # combining grapheme joiner
+        0x115F,  # Hangul choseong filler
+        0x1160,  # Hangul jungseong filler
+        0x17B4,  # Khmer vowel inherent aq
+        0x17B5,  # Khmer vowel inherent aa
+        0x3164,  # Hangul filler
+        0xFFA0,  # half-width Hangul filler
+        *range(0x180B, 0x1810),  # Mongolian free variation selectors and vowel separator
+        *range(0xFE00, 0xFE10),  # variation selectors
+        *range(0xE0100, 0xE01F0),  # variation selectors supplement
+    ]
+)
+_DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Mn", "Me"})
+_PUNCTUATION = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc\u00b4\u0060", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2212\ufe58", "-"),
+        # En and em dashes separate clauses, even when written without spaces.
+        **dict.fromkeys("\u2013\u2014\u2015", " - "),
+    }
+)
+
+
+def _visible(character: str) -> bool:
+    return ord(character) not in _INVISIBLE and unicodedata.category(character) not in _DROPPED_CATEGORIES
+
+
+def normalize(text: str) -> str:
+    """The canonical form of `text` that every understanding pattern is matched against."""
+    folded = unicodedata.normalize("NFKD", text).casefold()
+    # Whitespace controls (tab, newline, ...) become spaces before the other controls are dropped.
+    kept = "".join(" " if char.isspace() else char for char in folded if char.isspace() or _visible(char))
+    composed = unicodedata.normalize("NFC", kept.translate(_PUNCTUATION))
+    return " ".join(composed.split())
