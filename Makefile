@@ -84,3 +84,8 @@ build: $(DEPLOY_STAMP)  ## sam build into .aws-sam/build, without Docker; then `
 
 clean-deploy-tools:
 	rm -rf $(DEPLOY_VENV) $(CHECKOV_VENV)
+
+.PHONY: fuzz
+
+fuzz: $(STAMP)  ## Fuzz the HTTP API through `devstack serve` (also part of `make test`); scale with FUZZ_EXAMPLES, FUZZ_REQUESTS, FUZZ_SECONDS.
+	$(BIN)/python -m pytest tests/fuzz

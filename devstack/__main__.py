@@ -3,6 +3,7 @@
 replay FILE.csv [--realizer NAME] [--json]   scripted turns through every component, seed's tables
 controls [FILE] [--json]                     the seed's control replies through the screens
 chat [--realizer NAME]                       talk to the assistant in the terminal
+serve [--host H] [--port P] [--realizer NAME]  the HTTP API on loopback, as API Gateway serves it
 """
 
 from __future__ import annotations
@@ -105,6 +106,24 @@ def _chat(args: argparse.Namespace) -> int:
     return run_chat(args.realizer, sys.stdin, sys.stdout, model=args.model, revision=args.revision)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from devstack.serve import serve
+
+    try:
+        return serve(
+            args.host,
+            args.port,
+            realizer=args.realizer,
+            model=args.model,
+            revision=args.revision,
+            quiet=args.quiet,
+            handler_logs=args.handler_logs,
+        )
+    except (ValueError, RuntimeError) as error:  # the port is taken, an unknown realizer, no model weights
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+
+
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model id for the qwen and vllm realizers (default: Qwen2.5-1.5B-Instruct)")
     parser.add_argument("--revision", help="model revision (default: the pinned Qwen revision)")
@@ -133,6 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
     _model_options(chat)
     chat.set_defaults(run=_chat)
+
+    serve = commands.add_parser("serve", help="serve the HTTP API on loopback, backed by moto and a local realizer")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    serve.add_argument("--port", type=int, default=3000, help="port to bind; 0 picks a free one (default: 3000)")
+    serve.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
+    serve.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
+    serve.add_argument("--handler-logs", action="store_true", help="print the handlers' log lines to stderr")
+    _model_options(serve)
+    serve.set_defaults(run=_serve)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -10,6 +10,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 ROUTES = (
     ("POST", "/conversations"),
@@ -45,17 +46,28 @@ def _route_key(method: str, path: str) -> tuple[str, dict[str, str]]:
 
 
 def http_event(
-    method: str, path: str, body: Any = None, *, raw_body: str | None = None, headers: dict[str, str] | None = None
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw_body: str | None = None,
+    headers: dict[str, str] | None = None,
+    query: str = "",
+    json_content_type: bool = True,
 ) -> dict[str, Any]:
-    """An HTTP API payload-2.0 event. `body` is sent as JSON; `raw_body` is sent as given."""
+    """An HTTP API payload-2.0 event. `body` is sent as JSON; `raw_body` is sent as given.
+
+    `query` is the raw query string (without `?`); `json_content_type=False` sends `headers` alone,
+    as a real client's request arrives, instead of adding `content-type: application/json`.
+    """
     route_key, parameters = _route_key(method, path)
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
         "rawPath": path,
-        "rawQueryString": "",
-        "headers": {"content-type": "application/json", **(headers or {})},
+        "rawQueryString": query,
+        "headers": {**({"content-type": "application/json"} if json_content_type else {}), **(headers or {})},
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
@@ -77,6 +89,10 @@ def http_event(
     }
     if parameters:
         event["pathParameters"] = parameters
+    if query:
+        event["queryStringParameters"] = {
+            name: ",".join(values) for name, values in parse_qs(query, keep_blank_values=True).items()
+        }
     if text is not None:
         event["body"] = text
     return event

@@ -5,6 +5,8 @@ Thin by design: parse, call one logic function, map the result. Errors never ech
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -12,7 +14,7 @@ from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ValidationException
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
@@ -41,6 +43,13 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 ConversationId = Annotated[UUID, Path(description="The id returned when the conversation was created.")]
 TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_HEADER,
+        description="A client's own key for this turn: a retry with the same key gets the first answer.",
+    ),
+]
 
 _ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
     ConversationNotFound: HTTPStatus.NOT_FOUND,
@@ -207,4 +216,26 @@ def handle_not_found(_: Exception) -> Response[Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    return app.resolve(event, context)
+    return app.resolve(_body_read_as_json(event), context)
+
+
+def _body_read_as_json(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its body read as JSON, whatever content type it declares.
+
+    Powertools parses form and multipart bodies by their content type, and raises ValueError on a
+    multipart type without a boundary; json.loads raises RecursionError on deep nesting, ValueError
+    on an integer over 4,300 digits, and the base64 body of a non-UTF-8 request fails to decode.
+    Each of those was a 500 (found by the fuzz tests). A body that cannot be read is replaced by one
+    that is not JSON, so the resolver refuses it as usual: 400 invalid_body.
+    """
+    headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
+    headers["content-type"] = content_types.APPLICATION_JSON
+    body = event.get("body")
+    if not body:
+        return {**event, "headers": headers}
+    try:
+        text = base64.b64decode(body, validate=True).decode() if event.get("isBase64Encoded") else str(body)
+        json.loads(text)
+    except (ValueError, RecursionError):
+        text = "{"
+    return {**event, "headers": headers, "body": text, "isBase64Encoded": False}

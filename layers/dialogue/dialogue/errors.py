@@ -37,7 +37,7 @@ class TurnLimitReached(DialogueError):
 
 
 class InvalidIdempotencyKey(DialogueError):
-    message = "The Idempotency-Key header must be 1 to 128 letters, digits or . _ : - characters."
+    message = "The Idempotency-Key header must be 1 to 128 letters, digits, dots, underscores, colons or hyphens."
 
 
 class RetryInProgress(DialogueError):
