@@ -179,3 +179,13 @@ def test_pack_is_what_the_stack_uses(stack: LocalStack, pack: DomainPack) -> Non
     from dialogue.pack import get_pack
 
     assert get_pack().spec == pack.spec
+
+
+def test_only_generated_turns_reach_the_realize_queue(stack: LocalStack, scripted_turns: list[ScriptedTurn]) -> None:
+    """Refusal, hand-off and abstention never call a model: the 13 turns queue exactly 8 jobs."""
+    rows = replay_all(stack, scripted_turns)
+    jobs = [json.loads(m["body"]) for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
+    generated = [(row.api_conversation_id, row.api_turn_id) for row in rows if row.reply_source == "model"]
+    assert sorted((job["conversation_id"], job["turn_id"]) for job in jobs) == sorted(generated)
+    assert {job["action"] for job in jobs} <= {"request_program", "request_contact", "confirm", "inform"}
+    assert len(jobs) == 8
