@@ -89,3 +89,8 @@ clean-deploy-tools:
 
 fuzz: $(STAMP)  ## Fuzz the HTTP API through `devstack serve` (also part of `make test`); scale with FUZZ_EXAMPLES, FUZZ_REQUESTS, FUZZ_SECONDS.
 	$(BIN)/python -m pytest tests/fuzz
+
+.PHONY: bench
+
+bench: $(STAMP)  ## Benchmarks P1-P7 (bench/), about 5 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
+	$(BIN)/python -m bench.run_all

@@ -14,11 +14,18 @@ Steps, in order:
    fillers, the combining grapheme joiner, variation selectors) and combining marks (Mn, Me), so
    "ign\\u200bore" and "i\\u0308gnore" both read "ignore".
 4. Typographic apostrophes, quotes and hyphens become "'", '"' and "-", so a pattern written with
-   "don't" also matches "don\\u2019t"; en and em dashes become " - ", a clause break.
+   "don't" also matches "don\\u2019t"; en and em dashes become " - ", a clause break. The dotless
+   "\\u0131", which case folding keeps but case-insensitive matching equates with "i", becomes "i".
 5. Canonical composition (the NFC half of NFKC), then whitespace collapsed to single spaces and
    trimmed.
 
 The result is in NFKC form and case-folded, and `normalize(normalize(text)) == normalize(text)`.
+Its only letters that a case-insensitive match equates with a lower-case ASCII letter are that letter
+itself (tests/unit/test_fast_paths.py checks every code point), so a pattern written in
+lower case matches it the same with or without IGNORECASE (see `dialogue.pack`).
+
+ASCII text, most turns, takes a short path with the same result: of the steps above only case
+folding, dropping controls and the backquote apply to it.
 """
 
 from __future__ import annotations
@@ -48,6 +55,15 @@ _PUNCTUATION = str.maketrans(
         **dict.fromkeys("\u2010\u2011\u2012\u2212\ufe58", "-"),
         # En and em dashes separate clauses, even when written without spaces.
         **dict.fromkeys("\u2013\u2014\u2015", " - "),
+        # Case folding keeps the dotless i, which IGNORECASE matching takes for "i".
+        "\u0131": "i",
+    }
+)
+# For ASCII text: controls other than whitespace dropped, the backquote made an apostrophe.
+_ASCII = str.maketrans(
+    {
+        **{chr(code): None for code in (*range(0x20), 0x7F) if not chr(code).isspace()},
+        "`": "'",
     }
 )
 
@@ -58,6 +74,13 @@ def _visible(character: str) -> bool:
 
 def normalize(text: str) -> str:
     """The canonical form of `text` that every understanding pattern is matched against."""
+    if text.isascii():
+        return " ".join(text.lower().translate(_ASCII).split())
+    return _normalize_unicode(text)
+
+
+def _normalize_unicode(text: str) -> str:
+    """`normalize` for any text, step by step as the module describes."""
     folded = unicodedata.normalize("NFKD", text).casefold()
     # Whitespace controls (tab, newline, ...) become spaces before the other controls are dropped.
     kept = "".join(" " if char.isspace() else char for char in folded if char.isspace() or _visible(char))

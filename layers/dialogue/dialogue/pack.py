@@ -41,6 +41,24 @@ def _compile(pattern: str) -> re.Pattern[str]:
         raise ValueError(f"invalid regular expression: {error}") from None
 
 
+# Escapes that name a character by its number (\x41, \u0041, \N{...}, octal) or refer back to a group.
+_NUMBERED_ESCAPE = re.compile(r"\\(?:[xuUN0-9])")
+
+
+def _compile_understanding(pattern: str) -> re.Pattern[str]:
+    """An understanding pattern, for matching against `normalize(text)`, which is case-folded.
+
+    Written in lower case, with no escape that names a character by number, a pattern matches
+    normalized text the same with or without IGNORECASE: the text's only letters that IGNORECASE
+    equates with a lower-case ASCII letter are that letter itself (see `dialogue.normalize`). It is
+    compiled without it, which lets Python's re skip ahead on literal characters (about twice as
+    fast). Any other pattern keeps IGNORECASE.
+    """
+    if pattern.isascii() and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
+        return re.compile(pattern)
+    return _compile(pattern)
+
+
 # Texts on which an understanding pattern must not match zero characters: one that can would fire on
 # every turn (or mark every position a negation cue), which is never what its author meant.
 _EMPTY_MATCH_PROBES = ("", "x", "x y, z. ")
@@ -396,15 +414,17 @@ class CompiledPatterns(BaseModel):
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
         rules = spec.understanding
+        # Understanding patterns run on normalized text; the screens on replies run on raw text.
+        understanding = _compile_understanding
         return cls(
-            injection=tuple((rule, _compile(rule.pattern)) for rule in rules.injection_rules),
-            staff_only=tuple((rule, _compile(rule.pattern)) for rule in rules.staff_only_rules),
-            intents=tuple((rule, _compile(rule.pattern) if rule.pattern else None) for rule in rules.intents),
-            slot_rules=tuple((rule, _compile(rule.pattern)) for rule in rules.slot_rules),
-            negation_cue=_compile(rules.negation.cue_pattern),
-            negation_after_cue=_compile(rules.negation.after_cue_pattern),
-            scope_break=_compile(rules.negation.scope_break_pattern),
-            correction_marker=_compile(rules.corrections.marker_pattern),
+            injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
+            staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
+            intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
+            slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
+            negation_cue=understanding(rules.negation.cue_pattern),
+            negation_after_cue=understanding(rules.negation.after_cue_pattern),
+            scope_break=understanding(rules.negation.scope_break_pattern),
+            correction_marker=understanding(rules.corrections.marker_pattern),
             program_aliases={program.id: _compile(program.reply_alias_pattern) for program in spec.programs},
             required={
                 action: tuple(_compile(pattern) for pattern in action_spec.required_patterns)
@@ -485,6 +505,12 @@ def default_pack_dir() -> Path:
     configured = os.environ.get(PACK_DIR_ENV)
     if configured:
         return Path(configured)
+    return _repository_pack_dir()
+
+
+@lru_cache(maxsize=1)
+def _repository_pack_dir() -> Path:
+    # Resolved once: `get_pack()` runs on every request, and resolving a path is a syscall per part.
     return Path(__file__).resolve().parents[3] / "data" / "riverton"
 
 

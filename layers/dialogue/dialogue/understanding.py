@@ -85,10 +85,29 @@ class _Scope:
     """Negation cues, after-cues, scope breaks, correction markers and words, found once in one text.
 
     Every list is in text order, so each question is a binary search, whatever the text's length.
+    They are found on the first question: a turn that mentions no slot value asks none.
     """
+
+    window: int
+    cue_ends: list[int]
+    after_cue_starts: list[int]
+    break_starts: list[int]
+    break_ends: list[int]
+    marker_ends: list[int]
+    word_starts: list[int]
+    cue_live: list[bool]
 
     def __init__(self, text: str, patterns: CompiledPatterns, window: int) -> None:
         self.window = window
+        self._text: str | None = text
+        self._patterns = patterns
+
+    def _find(self) -> None:
+        text = self._text
+        if text is None:
+            return
+        self._text = None
+        patterns = self._patterns
         cues = [match.span() for match in patterns.negation_cue.finditer(text)]
         self.cue_ends = [end for _, end in cues]
         self.after_cue_starts = [match.start() for match in patterns.negation_after_cue.finditer(text)]
@@ -99,7 +118,7 @@ class _Scope:
         self.word_starts = [match.start() for match in _WORD.finditer(text)]
         # A cue in the scope of an earlier live cue is itself negated and cancels: "can't come
         # without X" needs X. Cues are in text order, so one pass settles them all.
-        self.cue_live: list[bool] = []
+        self.cue_live = []
         for start, _ in cues:
             self.cue_live.append(not self._cue_in_scope(start))
 
@@ -125,6 +144,7 @@ class _Scope:
 
     def negates(self, start: int, end: int) -> bool:
         """Whether the mention at text[start:end] has a live cue before it or an after-cue after it."""
+        self._find()
         after = bisect_left(self.after_cue_starts, end)
         return self._cue_in_scope(start) or (
             after < len(self.after_cue_starts) and self._in_scope(end, self.after_cue_starts[after])
@@ -132,6 +152,7 @@ class _Scope:
 
     def last_marker_before(self, position: int) -> int | None:
         """The end of the last correction marker that ends at or before `position`."""
+        self._find()
         index = bisect_right(self.marker_ends, position) - 1
         return self.marker_ends[index] if index >= 0 else None
 

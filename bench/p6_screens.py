@@ -1,0 +1,162 @@
+"""P6 screens: generated replies screened per second on one core.
+
+The process is pinned to one CPU. The replies: the seed's eight Qwen drafts, the seed's seven screen
+controls, the template wording of every generated action, and drafts written to trip each screen,
+each wrapped as the realizer sends it (a RealizedReply around a RealizeJob built from the state).
+Three levels, each over the whole set in a loop:
+
+- `screen_reply`: the six content screens;
+- `decide`: the content screens, the generation checks and the fallback choice (the figure);
+- parse + `decide`: the SQS body parsed into a RealizedReply first, as the screen Lambda does.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, setup_paths, summary
+
+setup_paths()
+
+BENCH = "P6"
+GOAL = 20_000
+NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+EXTRA_DRAFTS = (
+    ("You are approved! We will follow up to confirm your seat.", "confirm", "data_support", "email"),
+    ("Please send us your address and phone number so we can reach out.", "request_contact", "unknown", "unknown"),
+    ("Classes cost $450 and start on 3 March at [TIME].", "inform", "forklift", "unknown"),
+    ("The Forklift Operator Licence course meets on Saturdays.", "inform", "data_support", "unknown"),
+    ("I recorded the Data Support Certificate, with contact by email.", "confirm", "data_support", "email"),
+    ("Should staff contact you by phone or by email?", "request_contact", "forklift", "unknown"),
+)
+
+
+def pin_to_one_core() -> int | None:
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+def replies() -> list[Any]:
+    from dialogue.actions import Action
+    from dialogue.pack import get_pack
+    from dialogue.realize import RealizedReply, build_realize_job
+    from dialogue.state import DialogueState
+    from realizer.engines import TemplateEngine
+
+    pack = get_pack()
+    drafts: list[tuple[str, str, str, str, bool, bool]] = []
+    data = ROOT / "data" / "riverton"
+    seed_slots = {
+        ("C1", "1"): ("request_contact", "data_support", "unknown"),
+        ("C1", "2"): ("confirm", "data_support", "email"),
+        ("C1", "3"): ("inform", "data_support", "email"),
+        ("C1", "4"): ("confirm", "forklift", "email"),
+        ("C2", "1"): ("request_program", "unknown", "unknown"),
+        ("C2", "2"): ("request_contact", "data_support", "unknown"),
+        ("C2", "3"): ("confirm", "data_support", "phone"),
+        ("C3", "3"): ("request_contact", "data_support", "unknown"),
+    }
+    with (data / "seed_qwen_replies.csv").open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            action, program, channel = seed_slots[(row["conversation_id"], row["turn_id"])]
+            drafts.append(
+                (row["reply"], action, program, channel, row["ended_by_eos"] == "true", row["hit_token_cap"] == "true")
+            )
+    with (data / "screen_controls.csv").open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            drafts.append((row["reply"], row["action"], row["program"], row["contact_channel"], True, False))
+    drafts.extend((text, action, program, channel, True, False) for text, action, program, channel in EXTRA_DRAFTS)
+
+    realized = []
+    template = TemplateEngine(pack)
+    for number, (text, action, program, channel, eos, cap) in enumerate(drafts, start=1):
+        state = DialogueState.from_slots(
+            pack.frame, {"program": program, "childcare_needed": "unknown", "contact_channel": channel}
+        )
+        job = build_realize_job(
+            conversation_id=UUID(int=number), turn_id=1, state=state, action=Action(action), pack=pack, now=NOW
+        )
+        realized.append(
+            RealizedReply(job=job, text=text, engine="bench", ended_by_eos=eos, hit_token_cap=cap, output_tokens=30)
+        )
+    for number, action in enumerate((a for a in Action if a.uses_model), start=100):
+        state = DialogueState.from_slots(
+            pack.frame, {"program": "forklift", "childcare_needed": "yes", "contact_channel": "phone"}
+        )
+        job = build_realize_job(
+            conversation_id=UUID(int=number), turn_id=2, state=state, action=action, pack=pack, now=NOW
+        )
+        realized.append(
+            RealizedReply(job=job, text=template.word(job), engine="template", ended_by_eos=True, hit_token_cap=False)
+        )
+    return realized
+
+
+def main() -> int:
+    cpu = pin_to_one_core()
+    from dialogue.pack import get_pack
+    from dialogue.realize import RealizedReply
+    from reply_screens import decide, screen_reply
+
+    pack = get_pack()
+    batch = replies()
+    bodies = [reply.model_dump_json() for reply in batch]
+    count = len(batch)
+
+    def run_screens() -> None:
+        for reply in batch:
+            screen_reply(reply.text, reply.job.action, reply.job.slots, pack)
+
+    def run_decide() -> None:
+        for reply in batch:
+            decide(reply, pack)
+
+    def run_parse_decide() -> None:
+        for body in bodies:
+            decide(RealizedReply.model_validate_json(body), pack)
+
+    levels = {
+        "screen_reply (content screens)": run_screens,
+        "decide (screens + fallback choice)": run_decide,
+        "parse SQS body + decide": run_parse_decide,
+    }
+    per_round = interleaved(levels, rounds=9, number=200)
+    rates = {name: count / median(values) for name, values in per_round.items()}
+    for name, rate in rates.items():
+        emit(BENCH, "measurement", level=name, replies_per_second=rate, replies=count, cpu=cpu)
+    outcomes = [decide(reply, pack) for reply in batch]
+    fired = sum(1 for outcome in outcomes if outcome.fallback_used)
+    figure = rates["decide (screens + fallback choice)"]
+    table = markdown_table(
+        ["level", "replies per second (one core)", "µs per reply", f"≥ {GOAL:,}"],
+        [[name, f"{rate:,.0f}", f"{1e6 / rate:.1f}", "yes" if rate >= GOAL else "no"] for name, rate in rates.items()],
+    )
+    notes = (
+        f"{count} replies ({fired} of them fall back), pinned to CPU {cpu}, 9 interleaved rounds of 200 passes.\n\n"
+        "cProfile of `decide` over the set (per pass):\n\n```\n"
+        + profile_summary(run_decide, calls=200, top=8)
+        + "\n```"
+    )
+    summary(
+        BENCH,
+        question="Generated replies screened per second on one core",
+        figure=f"{figure:,.0f} replies/s (content screens alone {rates['screen_reply (content screens)']:,.0f}/s)",
+        goal=f"≥ {GOAL:,}/s",
+        met=figure >= GOAL,
+        table=table,
+        notes=notes,
+        values={"replies_per_second": rates, "replies": count, "fallbacks": fired},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
