@@ -164,18 +164,10 @@ def main() -> int:
             "turn 1's: only the counters' digits change (a DynamoDB number takes one byte per two significant "
             "digits), so it is constant in the conversation's length.",
             "Where the TURN item's bytes go (turn 1, a generated turn once finalized):\n\n" + breakdown,
-            "Why it misses: the TURN item repeats the conversation id the key already holds "
-            f"({attribute_bytes(first_turn, 'conversation_id')} B), keeps two ISO timestamps with microseconds "
-            f"and a zone ({attribute_bytes(first_turn, 'created_at')} B and "
-            f"{attribute_bytes(first_turn, 'finalized_at')} B), writes defaults (an empty screens_fired list, "
-            "fallback_used false) and spells every attribute name out "
-            f"({sum(len(name) for name in first_turn)} B of names). "
-            f"The same facts without the repeated id, with epoch-millisecond timestamps and without the "
-            f"defaults would take {compact_size(examples['TURN at turn 1'])} B at turn 1, "
-            f"{compact_size(examples[f'TURN at turn {TURNS}'])} B at turn {TURNS} and "
-            f"{compact_size(largest_turn)} B at most (all screens fired). That is a change of the stored "
-            "schema (dialogue/store.py and the readers of TURN items), not a performance fix, so it is "
-            "proposed here rather than made.",
+            "How the TURN item stays small: the conversation and turn ids live only in the keys (pk, sk), "
+            "and its times are epoch seconds; what remains is the slots, the action, the flags and the "
+            "screen labels. A generated turn grows when the screen function finalizes it (its labels, "
+            "screens fired and finalized_at).",
             "Sizes follow DynamoDB's item-size rules: attribute name bytes plus value bytes; strings in UTF-8, "
             "numbers (significant digits + 1) / 2 + 1, booleans 1, lists and maps 3 bytes plus 1 per element.",
         ]
@@ -209,20 +201,6 @@ def main() -> int:
 
 def attribute_bytes(item: Mapping[str, Mapping[str, Any]], name: str) -> int:
     return len(name.encode("utf-8")) + value_size(item[name]) if name in item else 0
-
-
-def compact_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """The item without the repeated conversation id, epoch-ms timestamps, defaults left out."""
-    compact = {name: value for name, value in item.items() if name != "conversation_id"}
-    for name in ("created_at", "finalized_at"):
-        if name in compact:
-            moment = datetime.fromisoformat(compact[name]["S"].replace("Z", "+00:00"))
-            compact[name] = {"N": str(int(moment.timestamp() * 1000))}
-    if compact.get("screens_fired") == {"L": []}:
-        del compact["screens_fired"]
-    if compact.get("fallback_used") == {"BOOL": False}:
-        del compact["fallback_used"]
-    return item_size(compact)
 
 
 def attribute_table(item: Mapping[str, Mapping[str, Any]]) -> str:

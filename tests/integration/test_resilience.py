@@ -140,7 +140,7 @@ def test_fifty_concurrent_turns_lose_no_update(
     assert stack.call_api("GET", f"/conversations/{conversation_id}").body["turn_count"] == len(applied)
     state = DialogueState.new(pack.frame)
     for item in turn_items(stack, conversation_id):
-        turn_id = int(item["turn_id"]["N"])
+        turn_id = int(item["sk"]["S"].removeprefix("TURN#"))
         state = state.with_updates(understand(applied[turn_id], pack).slot_updates)
         stored = {slot: value["S"] for slot, value in item["slots"]["M"].items()}
         assert stored == state.slots, f"turn {turn_id} did not build on turn {turn_id - 1}"

@@ -6,7 +6,7 @@ TURN put, conditional on the turn being new. Items hold slots, actions, flags an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
@@ -57,6 +57,10 @@ def _epoch(moment: datetime) -> int:
     return int(moment.timestamp())
 
 
+def _moment(epoch: Any) -> datetime:
+    return datetime.fromtimestamp(int(epoch), UTC)
+
+
 class DynamoConversationStore:
     """ConversationStore on one DynamoDB table with `pk`/`sk` keys and an `expires_at` TTL."""
 
@@ -99,20 +103,19 @@ class DynamoConversationStore:
         )
 
     def _turn_item(self, turn: TurnRecord) -> dict[str, Any]:
-        values = turn.model_dump(mode="json")
+        """The TURN item, kept small: the ids live only in the keys, the times as epoch seconds."""
+        values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "created_at", "finalized_at"})
         values["screens_fired"] = list(turn.screens_fired)
         return self._item(
             {
                 "pk": partition_key(turn.conversation_id),
                 "sk": turn_sort_key(turn.turn_id),
                 **values,
+                "created_at": _epoch(turn.created_at),
+                "finalized_at": _epoch(turn.finalized_at) if turn.finalized_at else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
             }
         )
-
-    @staticmethod
-    def _record_fields(plain: dict[str, Any], *fields: str) -> dict[str, Any]:
-        return {name: plain[name] for name in fields if name in plain}
 
     # --- operations ------------------------------------------------------------------------------
 
@@ -190,11 +193,19 @@ class DynamoConversationStore:
         if "Item" not in response:
             return None
         plain = self._plain(response["Item"])
-        plain.pop("pk")
-        plain.pop("sk")
-        plain.pop("expires_at", None)
-        plain["turn_id"] = int(plain["turn_id"])
-        return TurnRecord.model_validate(plain)
+        for key in ("pk", "sk", "expires_at"):
+            plain.pop(key, None)
+        created = plain.pop("created_at")
+        finalized = plain.pop("finalized_at", None)
+        return TurnRecord.model_validate(
+            {
+                **plain,
+                "conversation_id": conversation_id,
+                "turn_id": turn_id,
+                "created_at": _moment(created),
+                "finalized_at": _moment(finalized) if finalized is not None else None,
+            }
+        )
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None:
         response = self._call(
@@ -243,7 +254,7 @@ class DynamoConversationStore:
                                     ":review": str(outcome.human_review),
                                     ":fired": list(outcome.screens_fired),
                                     ":fallback": outcome.fallback_used,
-                                    ":now": now.isoformat(),
+                                    ":now": _epoch(now),
                                 }
                             ),
                         }
