@@ -661,6 +661,8 @@ def test_sam_build_layer_holds_the_package_its_dependencies_and_the_pack(sam_bui
     assert (layer / "python" / "dialogue" / "pack.py").is_file()
     assert (layer / "python" / "aws_lambda_powertools").is_dir()
     assert (layer / "python" / "pydantic").is_dir()
+    # Tracer() imports the X-Ray SDK at module load; the python3.12 runtime does not ship it.
+    assert (layer / "python" / "aws_xray_sdk").is_dir()
     assert (layer / "data" / "riverton" / "domain.toml").is_file()
     assert not (layer / "python" / "python").exists()
     # Built for the functions' architecture (arm64), not the build machine's.
