@@ -150,6 +150,16 @@ def main() -> int:
     met = max(max(turn_sizes.values()), largest) <= TURN_LIMIT and state_growth <= 2
     first_turn = examples["TURN at turn 1"]
     breakdown = attribute_table(first_turn)
+    fired_bytes = attribute_bytes(largest_turn, "screens_fired")
+    worst_case_note = (
+        f"Why it misses: every TURN item the {TURNS} turns wrote is {min(turn_sizes.values())}-"
+        f"{max(turn_sizes.values())} B, {'within' if max(turn_sizes.values()) <= TURN_LIMIT else 'over'} the "
+        f"goal; the figure misses on the largest item the code can write, {largest} B, a generated turn "
+        f"whose reply tripped every screen: its screens_fired list holds each screen's name, {fired_bytes} B "
+        f"for all {len(largest_turn['screens_fired']['L'])} (numerals, program_names, ..., no_eos, deadline). "
+        "Storing fired screens as short codes or one bitmask number would bound that attribute to a few "
+        "bytes; that changes what the TURN item and the GET turn route read, so it is left to a decision."
+    )
     action_rows = [[action, min(values), max(values), len(values)] for action, values in sorted(by_action.items())]
     notes = "\n\n".join(
         [
@@ -168,6 +178,7 @@ def main() -> int:
             "and its times are epoch seconds; what remains is the slots, the action, the flags and the "
             "screen labels. A generated turn grows when the screen function finalizes it (its labels, "
             "screens fired and finalized_at).",
+            *([] if met else [worst_case_note]),
             "Sizes follow DynamoDB's item-size rules: attribute name bytes plus value bytes; strings in UTF-8, "
             "numbers (significant digits + 1) / 2 + 1, booleans 1, lists and maps 3 bytes plus 1 per element.",
         ]

@@ -48,6 +48,9 @@ FIXES = """\
   the X-Ray SDK supports that was installed (httpx, requests, sqlite3, ...), importing each at cold
   start; the functions only call AWS through boto3, so it now patches botocore alone. Before: 2.16x
   Lambda-like (2.46x in the development environment, where the X-Ray SDK's own start dominates).
+- **P5, storage** (`layers/dialogue/dialogue/store.py`): the TURN item no longer repeats the
+  conversation and turn ids its keys hold, and keeps epoch-second times instead of ISO strings (471 B
+  at turn 1 before, as the attribute breakdown showed).
 """
 
 
