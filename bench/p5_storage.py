@@ -79,6 +79,7 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 def main() -> int:
     os.environ["MAX_TURNS_PER_CONVERSATION"] = str(TURNS + 10)
     from devstack.stack import TABLE_NAME, local_stack
+    from dialogue.actions import Screen
     from dialogue.store import STATE_SK, partition_key, reply_sort_key, turn_sort_key
 
     sizes: dict[str, dict[int, int]] = {"STATE": {}, "TURN": {}, "REPLY": {}}
@@ -150,15 +151,11 @@ def main() -> int:
     met = max(max(turn_sizes.values()), largest) <= TURN_LIMIT and state_growth <= 2
     first_turn = examples["TURN at turn 1"]
     breakdown = attribute_table(first_turn)
-    fired_bytes = attribute_bytes(largest_turn, "screens_fired")
+    fired_bytes = attribute_bytes(largest_turn, "screen_bits")
     worst_case_note = (
-        f"Why it misses: every TURN item the {TURNS} turns wrote is {min(turn_sizes.values())}-"
-        f"{max(turn_sizes.values())} B, {'within' if max(turn_sizes.values()) <= TURN_LIMIT else 'over'} the "
-        f"goal; the figure misses on the largest item the code can write, {largest} B, a generated turn "
-        f"whose reply tripped every screen: its screens_fired list holds each screen's name, {fired_bytes} B "
-        f"for all {len(largest_turn['screens_fired']['L'])} (numerals, program_names, ..., no_eos, deadline). "
-        "Storing fired screens as short codes or one bitmask number would bound that attribute to a few "
-        "bytes; that changes what the TURN item and the GET turn route read, so it is left to a decision."
+        f"Why it misses: the {TURNS} turns wrote TURN items of {min(turn_sizes.values())}-"
+        f"{max(turn_sizes.values())} B and the largest item the code can write is {largest} B; the "
+        "attribute breakdown above shows where the bytes go."
     )
     action_rows = [[action, min(values), max(values), len(values)] for action, values in sorted(by_action.items())]
     notes = "\n\n".join(
@@ -166,8 +163,8 @@ def main() -> int:
             "TURN items by action, over the 500 turns (bytes; a generated turn is measured after the screen "
             "function finalized it):\n\n" + markdown_table(["action", "smallest", "largest", "turns"], action_rows),
             f"The largest TURN item the code can write (longest action, intent and slot values, all "
-            f"{len(largest_turn['screens_fired']['L'])} screen names fired, a fallback, both timestamps): "
-            f"{largest} bytes.",
+            f"{len(Screen)} screens fired, a fallback, both timestamps): {largest} bytes, of which "
+            f"{fired_bytes} B are the screens that fired (`screen_bits`, one number, a bit per screen).",
             f"The STATE item stays within {min(state_sizes.values())}-{max(state_sizes.values())} bytes over "
             f"{TURNS} turns: it holds the slots (their values set its size), a version, a turn count and "
             f"timestamps. With the same slots, the turn-{TURNS} STATE item is {state_growth:+d} bytes against "
@@ -175,9 +172,10 @@ def main() -> int:
             "digits), so it is constant in the conversation's length.",
             "Where the TURN item's bytes go (turn 1, a generated turn once finalized):\n\n" + breakdown,
             "How the TURN item stays small: the conversation and turn ids live only in the keys (pk, sk), "
-            "and its times are epoch seconds; what remains is the slots, the action, the flags and the "
-            "screen labels. A generated turn grows when the screen function finalizes it (its labels, "
-            "screens fired and finalized_at).",
+            "its times are epoch seconds, and the screens that fired are one number with a bit per screen "
+            "(`screen_bits`; the API still names them). What remains is the slots, the action, the flags "
+            "and the screen labels. A generated turn grows when the screen function finalizes it (its "
+            "labels, screen bits and finalized_at).",
             *([] if met else [worst_case_note]),
             "Sizes follow DynamoDB's item-size rules: attribute name bytes plus value bytes; strings in UTF-8, "
             "numbers (significant digits + 1) / 2 + 1, booleans 1, lists and maps 3 bytes plus 1 per element.",
@@ -225,14 +223,12 @@ def attribute_table(item: Mapping[str, Mapping[str, Any]]) -> str:
 def worst_case_turn(stack: Any) -> dict[str, Any]:
     """Write, through the store, the largest TURN item the records allow, and read it back."""
     from devstack.stack import TABLE_NAME
-    from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
-    from dialogue.conversation import DEADLINE_PASSED
+    from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
     from dialogue.factory import get_store
     from dialogue.pack import get_pack
     from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
     from dialogue.state import DialogueState
     from dialogue.store import partition_key, turn_sort_key
-    from reply_screens import CONTENT_SCREENS
 
     pack = get_pack()
     store = get_store()
@@ -266,7 +262,7 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
         created_at=moment,
     )
     store.commit_turn(before, DialogueState(slots=longest), turn)
-    fired = (*CONTENT_SCREENS, "over_budget", "failed", "token_cap", "no_eos", DEADLINE_PASSED)
+    fired = tuple(Screen)
     store.record_screened_reply(
         conversation_id,
         turn.turn_id,

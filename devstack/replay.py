@@ -12,12 +12,11 @@ from pydantic import BaseModel
 
 from devstack.stack import LocalStack
 from devstack.token_accounting import count_tokens, naive_prompt, state_prompt, token_row
-from dialogue.actions import Action
+from dialogue.actions import CONTENT_SCREENS, Action
 from dialogue.pack import DomainPack, ScriptedTurn, get_pack
 from dialogue.realize import build_realizer_messages
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
-from reply_screens import CONTENT_SCREENS
 
 
 class ReplayedTurn(BaseModel):

@@ -14,14 +14,13 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import Action, HumanReview, ReplyScreen
+from dialogue.actions import CONTENT_SCREENS, Action, HumanReview, ReplyScreen, Screen
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizedReply
 from dialogue.records import ScreenOutcome
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
-CONTENT_SCREENS = ("numerals", "program_names", "action_slots", "personal_details", "promise_words", "placeholders")
 _NUMERAL = re.compile(r"\b\d+\b")
 
 
@@ -30,10 +29,10 @@ class ScreenReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    passed: dict[str, bool]
+    passed: dict[Screen, bool]
 
     @property
-    def fired(self) -> tuple[str, ...]:
+    def fired(self) -> tuple[Screen, ...]:
         return tuple(name for name in CONTENT_SCREENS if not self.passed[name])
 
     @property
@@ -84,28 +83,25 @@ def screen_reply(reply: str, action: Action, slots: Mapping[str, str], pack: Dom
     patterns = pack.compiled
     return ScreenReport(
         passed={
-            "numerals": numerals_ok(reply, allowed_fact_text(action, program, pack)),
-            "program_names": program_names_ok(reply, action, program, pack),
-            "action_slots": action_slots_ok(reply, action, slots, pack),
-            "personal_details": patterns.personal_detail.search(reply) is None,
-            "promise_words": patterns.promise.search(reply) is None,
-            "placeholders": patterns.placeholder.search(reply) is None,
+            Screen.NUMERALS: numerals_ok(reply, allowed_fact_text(action, program, pack)),
+            Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack),
+            Screen.ACTION_SLOTS: action_slots_ok(reply, action, slots, pack),
+            Screen.PERSONAL_DETAILS: patterns.personal_detail.search(reply) is None,
+            Screen.PROMISE_WORDS: patterns.promise.search(reply) is None,
+            Screen.PLACEHOLDERS: patterns.placeholder.search(reply) is None,
         }
     )
 
 
-def generation_problems(realized: RealizedReply) -> tuple[str, ...]:
+def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
     """Why the model's output cannot be shown whatever its wording."""
-    problems = []
-    if realized.over_budget:
-        problems.append("over_budget")
-    if realized.failed:
-        problems.append("failed")
-    if realized.hit_token_cap:
-        problems.append("token_cap")
-    if not realized.ended_by_eos:
-        problems.append("no_eos")
-    return tuple(problems)
+    checks = (
+        (Screen.OVER_BUDGET, realized.over_budget),
+        (Screen.FAILED, realized.failed),
+        (Screen.TOKEN_CAP, realized.hit_token_cap),
+        (Screen.NO_EOS, not realized.ended_by_eos),
+    )
+    return tuple(screen for screen, fired in checks if fired)
 
 
 def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:

@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
+from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
 from dialogue.errors import ConversationNotFound, TurnLimitReached, TurnNotFound
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state
@@ -97,9 +97,6 @@ def take_turn(
     return TurnView(turn=turn, reply=None)
 
 
-DEADLINE_PASSED = "deadline"
-
-
 def view_turn(
     store: ConversationStore,
     pack: DomainPack,
@@ -121,7 +118,7 @@ def view_turn(
     if turn.status is TurnStatus.PENDING and now - turn.created_at >= reply_deadline:
         state = DialogueState.from_slots(pack.frame, turn.slots)
         outcome = ScreenOutcome(
-            screens_fired=(DEADLINE_PASSED,),
+            screens_fired=(Screen.DEADLINE,),
             fallback_used=True,
             reply_screen=ReplyScreen.NOT_APPLICABLE,
             human_review=HumanReview.NOT_APPLICABLE,

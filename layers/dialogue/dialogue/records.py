@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
+from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
 from dialogue.state import DialogueState
 
 
@@ -41,7 +41,7 @@ class TurnRecord(BaseModel):
     status: TurnStatus
     reply_screen: ReplyScreen
     human_review: HumanReview
-    screens_fired: tuple[str, ...] = ()
+    screens_fired: tuple[Screen, ...] = ()
     fallback_used: bool = False
     created_at: datetime
     finalized_at: datetime | None = None
@@ -52,7 +52,7 @@ class ScreenOutcome(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    screens_fired: tuple[str, ...]
+    screens_fired: tuple[Screen, ...]
     fallback_used: bool
     reply_screen: ReplyScreen
     human_review: HumanReview

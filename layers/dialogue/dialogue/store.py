@@ -13,6 +13,7 @@ from uuid import UUID
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dialogue.actions import screen_bits, screens_from_bits
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
 from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
@@ -103,9 +104,12 @@ class DynamoConversationStore:
         )
 
     def _turn_item(self, turn: TurnRecord) -> dict[str, Any]:
-        """The TURN item, kept small: the ids live only in the keys, the times as epoch seconds."""
-        values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "created_at", "finalized_at"})
-        values["screens_fired"] = list(turn.screens_fired)
+        """The TURN item, kept small: the ids live only in the keys, the times as epoch seconds and the
+        screens that fired as one number (`screen_bits`, a bit per screen)."""
+        values = turn.model_dump(
+            mode="json", exclude={"conversation_id", "turn_id", "created_at", "finalized_at", "screens_fired"}
+        )
+        values["screen_bits"] = screen_bits(turn.screens_fired)
         return self._item(
             {
                 "pk": partition_key(turn.conversation_id),
@@ -197,9 +201,11 @@ class DynamoConversationStore:
             plain.pop(key, None)
         created = plain.pop("created_at")
         finalized = plain.pop("finalized_at", None)
+        fired = screens_from_bits(int(plain.pop("screen_bits", 0)))
         return TurnRecord.model_validate(
             {
                 **plain,
+                "screens_fired": fired,
                 "conversation_id": conversation_id,
                 "turn_id": turn_id,
                 "created_at": _moment(created),
@@ -242,7 +248,7 @@ class DynamoConversationStore:
                             "Key": key,
                             "UpdateExpression": (
                                 "SET #status = :final, reply_screen = :screen, human_review = :review, "
-                                "screens_fired = :fired, fallback_used = :fallback, finalized_at = :now"
+                                "screen_bits = :fired, fallback_used = :fallback, finalized_at = :now"
                             ),
                             "ConditionExpression": "#status = :pending",
                             "ExpressionAttributeNames": {"#status": "status"},
@@ -252,7 +258,7 @@ class DynamoConversationStore:
                                     ":pending": "pending",
                                     ":screen": str(outcome.reply_screen),
                                     ":review": str(outcome.human_review),
-                                    ":fired": list(outcome.screens_fired),
+                                    ":fired": screen_bits(outcome.screens_fired),
                                     ":fallback": outcome.fallback_used,
                                     ":now": _epoch(now),
                                 }
