@@ -206,13 +206,16 @@ def main() -> int:
         f"Why the longer turns miss: {regex_us:.0f} of their {longer_us:.0f} µs are the understanding's "
         f"{len(timings)} regular expressions, each scanning the whole text, so the time grows with its length "
         f"(about {min(per_char):.0f}-{max(per_char):.0f} ns per character from 200 characters on); policy and "
-        f"prompt building take a few µs. The two largest injection screens ({first}, {second}) take "
-        f"{(first_us + second_us) / regex_us:.0%} of the scanning: alternations of about a dozen branches, "
-        "some not starting with a literal, which Python's re tries at every position. Seed-length turns "
-        f"({values['seed (13 scripted turns)']['mean_chars']:.0f} characters on average) meet the goal. Going "
-        "further means rewriting those screens (pack data whose equivalence would need proving: not done for a "
-        "security screen) or a prefilter on the literals every match must contain. Beside a turn's DynamoDB "
-        "round trips (P1: milliseconds per turn even on in-process moto) it is small."
+        f"prompt building take a few µs. No pattern dominates any more (the largest, {first} and {second}, "
+        f"take {(first_us + second_us) / regex_us:.0%} of the scanning): Python's re is a backtracking engine "
+        "that tries each pattern at every position of the text, so the cost is the number of patterns times "
+        "the length. The screens whose branches each began with a \\b were regrouped under one \\b (same "
+        "matches; 180 µs per longer turn before on this machine). Going further needs an engine that runs "
+        "all patterns in one pass over the text (a DFA such as RE2), but RE2 has no lookarounds and the "
+        "negation cue and the ignore_the_above screen need them. Seed-length turns "
+        f"({values['seed (13 scripted turns)']['mean_chars']:.0f} characters on average) meet the goal, and "
+        "beside a turn's DynamoDB round trips (P1: milliseconds per turn even on in-process moto) the rest "
+        "is small."
     )
     table = markdown_table(["turns", "characters", "µs per turn (median)", f"≤ {GOAL_US:.0f} µs"], rows)
     notes = "\n\n".join(
