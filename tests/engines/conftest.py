@@ -23,11 +23,8 @@ from typing import Any
 
 import pytest
 from tinyqwen_support import (
-    ENDOFTEXT_ID,
-    IM_END_ID,
     LENGTH_TOKENS,
     ROOT,
-    SEED,
     VLLM_KWARGS,
     VLLM_PENALTIES,
     VLLM_SCRIPT,
@@ -74,32 +71,10 @@ def seed_jobs(pack: DomainPack) -> dict[str, RealizeJob]:
 def tiny_qwen(
     tmp_path_factory: pytest.TempPathFactory, qwen_tokenizer: Any, seed_jobs: dict[str, RealizeJob]
 ) -> TinyQwen:
-    import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
-
-    from realizer.chat_template import QWEN25_VOCAB_SIZE
+    from devstack.tinyqwen import tiny_qwen_model
     from realizer.hf_engine import TransformersEngine
 
-    config = Qwen2Config(
-        vocab_size=QWEN25_VOCAB_SIZE,
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        rope_theta=1_000_000.0,
-        tie_word_embeddings=False,
-        bos_token_id=ENDOFTEXT_ID,
-        eos_token_id=IM_END_ID,
-        dtype="float32",
-    )
-    torch.manual_seed(SEED)
-    model = Qwen2ForCausalLM(config).eval()
-    # As Qwen2.5-Instruct's generation_config: both <|im_end|> and <|endoftext|> end generation.
-    model.generation_config = GenerationConfig(
-        bos_token_id=ENDOFTEXT_ID, eos_token_id=[IM_END_ID, ENDOFTEXT_ID], pad_token_id=ENDOFTEXT_ID
-    )
+    model = tiny_qwen_model()
     engine = TransformersEngine(model, qwen_tokenizer, model_id="tiny", revision=None)
     stop_ids = force_eos(engine, seed_jobs["stop"], seed_jobs["length"])
     path = tmp_path_factory.mktemp("tiny-qwen2")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from devstack.tinyqwen import IM_END_ID, VLLM_CPU_KWARGS
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
 from dialogue.realize import ChatMessage, RealizeJob, build_realize_job
@@ -19,20 +20,10 @@ from dialogue.state import DialogueState
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_SCRIPT = Path(__file__).with_name("vllm_greedy.py")
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-SEED = 1234
-IM_END_ID = 151645
-ENDOFTEXT_ID = 151643
 # Stop job: EOS is forced at this step or a later one (the first whose token is new to the output).
 STOP_AT_LEAST = 4
 LENGTH_TOKENS = 8
-# vLLM on the CPU: float32 like transformers, eager (no torch.compile warm-up), a small KV cache.
-VLLM_KWARGS: dict[str, Any] = {
-    "dtype": "float32",
-    "max_model_len": 1024,
-    "kv_cache_memory_bytes": 256 * 1024**2,
-    "enforce_eager": True,
-    "seed": 0,
-}
+VLLM_KWARGS = VLLM_CPU_KWARGS
 
 
 def conversation(n: int) -> UUID:
