@@ -291,3 +291,40 @@ def test_case_file_errors_name_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(PackError, match=r"cases\.csv, row at line 2: action") as raised:
         read_csv_rows(bad, UnderstandingCase)
     assert "Walrus" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "entry", "reason"),
+    [
+        (
+            "marker_pattern = '''(?x)",
+            "marker_pattern = '''(?x)x*|",
+            r"understanding\.corrections\.marker_pattern",
+            "empty text",
+        ),
+        (
+            "after_cue_pattern = '''(?x)",
+            "after_cue_pattern = '''(?x)(",
+            r"understanding\.negation\.after_cue_pattern",
+            "invalid regular expression",
+        ),
+        (
+            "required_patterns = ['\\bphone\\b', ",
+            "required_patterns = ['\\bphone\\b', '(', ",
+            r"actions\.\w+\.required_patterns\.1",
+            "invalid regular expression",
+        ),
+        (
+            "personal_detail_pattern = '''\\b(",
+            "personal_detail_pattern = '''\\b((",
+            r"screens\.personal_detail_pattern",
+            "invalid regular expression",
+        ),
+    ],
+)
+def test_every_kind_of_pattern_is_checked_where_it_stands(
+    pack_copy: Path, old: str, new: str, entry: str, reason: str
+) -> None:
+    _edit(pack_copy, old, new)
+    with pytest.raises(PackError, match=rf"domain\.toml, entry {entry}: .*{reason}"):
+        load_pack(pack_copy)

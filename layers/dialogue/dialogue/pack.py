@@ -18,7 +18,16 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dialogue.actions import Action
 
@@ -72,6 +81,22 @@ def _compile_nonempty(pattern: str) -> re.Pattern[str]:
     return compiled
 
 
+def _valid_pattern(pattern: str) -> str:
+    _compile(pattern)
+    return pattern
+
+
+def _valid_understanding_pattern(pattern: str) -> str:
+    _compile_nonempty(pattern)
+    return pattern
+
+
+# A regular expression that compiles (reply screens, aliases, required patterns).
+PatternText = Annotated[NonEmptyText, AfterValidator(_valid_pattern)]
+# An understanding pattern: compiles, and can never match empty text.
+UnderstandingPatternText = Annotated[NonEmptyText, AfterValidator(_valid_understanding_pattern)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -114,13 +139,7 @@ class Frame(_Strict):
 class Program(_Strict):
     id: Identifier
     display_name: NonEmptyText
-    reply_alias_pattern: NonEmptyText
-
-    @field_validator("reply_alias_pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile(pattern)
-        return pattern
+    reply_alias_pattern: PatternText
 
 
 IntentRoute = Literal["abstain", "hand_off", "inform", "enroll"]
@@ -129,27 +148,14 @@ IntentRoute = Literal["abstain", "hand_off", "inform", "enroll"]
 class IntentRule(_Strict):
     name: Identifier
     route: IntentRoute
-    pattern: NonEmptyText | None = None
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, pattern: str | None) -> str | None:
-        if pattern is not None:
-            _compile_nonempty(pattern)
-        return pattern
+    pattern: UnderstandingPatternText | None = None
 
 
 class ScreenRule(_Strict):
     """One way of asking for something the assistant must refuse; its name says which, never the text."""
 
     name: Identifier
-    pattern: NonEmptyText
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile_nonempty(pattern)
-        return pattern
+    pattern: UnderstandingPatternText
 
 
 class SlotRule(_Strict):
@@ -157,41 +163,23 @@ class SlotRule(_Strict):
 
     slot: Identifier
     value: Identifier
-    pattern: NonEmptyText
+    pattern: UnderstandingPatternText
     negated_value: Identifier | None = None
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile_nonempty(pattern)
-        return pattern
 
 
 class NegationRules(_Strict):
     """When a mention is negated: a cue shortly before it or an after-cue shortly after, in one clause."""
 
-    cue_pattern: NonEmptyText
-    after_cue_pattern: NonEmptyText
-    scope_break_pattern: NonEmptyText
+    cue_pattern: UnderstandingPatternText
+    after_cue_pattern: UnderstandingPatternText
+    scope_break_pattern: UnderstandingPatternText
     window_words: Annotated[int, Field(ge=0, le=8)]
-
-    @field_validator("cue_pattern", "after_cue_pattern", "scope_break_pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile_nonempty(pattern)
-        return pattern
 
 
 class CorrectionRules(_Strict):
     """Markers after which a slot's mentions replace the ones before ("sorry, I meant ...")."""
 
-    marker_pattern: NonEmptyText
-
-    @field_validator("marker_pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile_nonempty(pattern)
-        return pattern
+    marker_pattern: UnderstandingPatternText
 
 
 def _unique_names(rules: tuple[ScreenRule, ...]) -> tuple[ScreenRule, ...]:
@@ -231,15 +219,8 @@ class ActionSpec(_Strict):
     instruction: NonEmptyText
     fixed_text: NonEmptyText
     template_text: NonEmptyText | None = None
-    required_patterns: tuple[NonEmptyText, ...] = ()
+    required_patterns: tuple[PatternText, ...] = ()
     required_slots: tuple[Identifier, ...] = ()
-
-    @field_validator("required_patterns")
-    @classmethod
-    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in patterns:
-            _compile(pattern)
-        return patterns
 
 
 class FactRows(_Strict):
@@ -254,15 +235,9 @@ class Prompts(_Strict):
 
 
 class ScreenPatterns(_Strict):
-    personal_detail_pattern: NonEmptyText
-    promise_pattern: NonEmptyText
-    placeholder_pattern: NonEmptyText
-
-    @field_validator("personal_detail_pattern", "promise_pattern", "placeholder_pattern")
-    @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        _compile(pattern)
-        return pattern
+    personal_detail_pattern: PatternText
+    promise_pattern: PatternText
+    placeholder_pattern: PatternText
 
 
 class DomainInfo(_Strict):
