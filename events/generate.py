@@ -156,9 +156,8 @@ def _seed_item() -> dict[str, Any]:
     from moto import mock_aws
 
     from devstack.stack import TABLE_NAME, create_resources
+    from dialogue.conversation import new_conversation
     from dialogue.pack import get_pack
-    from dialogue.records import ConversationRecord
-    from dialogue.state import DialogueState
     from dialogue.store import STATE_SK, DynamoConversationStore, partition_key
 
     pack = get_pack(ROOT / "data" / "riverton")
@@ -168,16 +167,7 @@ def _seed_item() -> dict[str, Any]:
         store = DynamoConversationStore(
             dynamodb, TABLE_NAME, retention=timedelta(days=30), reply_retention=timedelta(hours=24)
         )
-        store.create_conversation(
-            ConversationRecord(
-                conversation_id=CONVERSATION_ID,
-                state=DialogueState.new(pack.frame),
-                version=0,
-                turn_count=0,
-                created_at=NOW,
-                updated_at=NOW,
-            )
-        )
+        store.create_conversation(new_conversation(CONVERSATION_ID, pack, NOW))
         key = {"pk": {"S": partition_key(CONVERSATION_ID)}, "sk": {"S": STATE_SK}}
         item: dict[str, Any] = dynamodb.get_item(TableName=TABLE_NAME, Key=key)["Item"]
     # No expires_at: the seed lives until its first turn rewrites the STATE item with a TTL.

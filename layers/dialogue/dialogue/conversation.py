@@ -32,18 +32,21 @@ class TurnView(BaseModel):
     reply: str | None
 
 
+def new_conversation(conversation_id: UUID, pack: DomainPack, now: datetime) -> ConversationRecord:
+    """A conversation before its first turn: every slot unknown."""
+    return ConversationRecord(
+        conversation_id=conversation_id,
+        state=DialogueState.new(pack.frame),
+        version=0,
+        turn_count=0,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def start_conversation(store: ConversationStore, pack: DomainPack, now: datetime) -> UUID:
     conversation_id = uuid4()
-    store.create_conversation(
-        ConversationRecord(
-            conversation_id=conversation_id,
-            state=DialogueState.new(pack.frame),
-            version=0,
-            turn_count=0,
-            created_at=now,
-            updated_at=now,
-        )
-    )
+    store.create_conversation(new_conversation(conversation_id, pack, now))
     return conversation_id
 
 
