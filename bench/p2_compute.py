@@ -93,6 +93,33 @@ def per_turn_us(run_all: Callable[[], int], rounds: int = ROUNDS, min_seconds: f
     return results
 
 
+def interleaved_us(
+    runs: dict[str, Callable[[], int]], rounds: int = ROUNDS, min_seconds: float = 0.05
+) -> dict[str, list[float]]:
+    """Per name, the mean µs per turn of each round, the runs taking turns round by round.
+
+    A slow spell on a shared machine (other work, seconds long) then lands on every run alike instead
+    of on whichever was being timed.
+    """
+    repeats = {}
+    for name, run in runs.items():
+        run()  # warm
+        started = time.perf_counter()
+        run()
+        elapsed = time.perf_counter() - started
+        repeats[name] = max(1, int(min_seconds / max(elapsed, 1e-9))) if elapsed < min_seconds else 1
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            gc.collect()
+            turns = 0
+            started = time.perf_counter()
+            for _ in range(repeats[name]):
+                turns += run()
+            samples[name].append((time.perf_counter() - started) / turns * 1e6)
+    return samples
+
+
 def main() -> int:
     from dialogue.normalize import normalize
     from dialogue.pack import read_scripted_turns, scripted_turns_by_conversation
@@ -152,31 +179,35 @@ def main() -> int:
         "seed (13 scripted turns)": (run_seed, seed),
         "longer (12 turns)": (run_longer, list(LONGER)),
     }
-    rows = []
-    values: dict[str, Any] = {}
-    for name, (run, texts) in sets.items():
-        samples = per_turn_us(run)
-        lengths = [len(text) for text in texts]
-        value = median(samples)
-        values[name] = {"us_per_turn": value, "mean_chars": sum(lengths) / len(lengths)}
-        emit(BENCH, "measurement", set=name, us_per_turn=value, samples=samples, mean_chars=values[name]["mean_chars"])
-        rows.append(
-            [
-                name,
-                f"{min(lengths)}-{max(lengths)} (mean {sum(lengths) / len(lengths):.0f})",
-                f"{value:.1f}",
-                "yes" if value <= GOAL_US else "no",
-            ]
-        )
     components = {
         "normalize": run_normalize,
         "understand (normalize included)": run_understand,
         "next_state": run_policy,
         "build_realizer_messages (model actions only)": run_prompt,
     }
+    timed = interleaved_us({**{name: run for name, (run, _) in sets.items()}, **components})
+    rows = []
+    values: dict[str, Any] = {}
+    for name, (_, texts) in sets.items():
+        samples = timed[name]
+        lengths = [len(text) for text in texts]
+        # The fastest round is the figure, as timeit advises: other work on a shared machine only ever
+        # adds time (medians here moved by half between runs minutes apart); the median is shown too.
+        value = min(samples)
+        values[name] = {"us_per_turn": value, "median_us": median(samples), "mean_chars": sum(lengths) / len(lengths)}
+        emit(BENCH, "measurement", set=name, us_per_turn=value, samples=samples, mean_chars=values[name]["mean_chars"])
+        rows.append(
+            [
+                name,
+                f"{min(lengths)}-{max(lengths)} (mean {sum(lengths) / len(lengths):.0f})",
+                f"{value:.1f}",
+                f"{median(samples):.1f}",
+                "yes" if value <= GOAL_US else "no",
+            ]
+        )
     component_rows = []
-    for name, run in components.items():
-        value = median(per_turn_us(run, min_seconds=0.1))
+    for name in components:
+        value = min(timed[name])
         component_rows.append([name, f"{value:.1f}"])
         emit(BENCH, "component", step=name, set="longer", us_per_call=value)
 
@@ -191,7 +222,7 @@ def main() -> int:
             one_turn(text, fresh)
             return 1
 
-        value = median(per_turn_us(run_one, rounds=7))
+        value = min(per_turn_us(run_one, rounds=7))
         growth_rows.append([length, f"{value:.0f}", f"{value / length * 1000:.0f}"])
         emit(BENCH, "growth", chars=length, us_per_turn=value)
 
@@ -217,10 +248,12 @@ def main() -> int:
         "beside a turn's DynamoDB round trips (P1: milliseconds per turn even on in-process moto) the rest "
         "is small."
     )
-    table = markdown_table(["turns", "characters", "µs per turn (median)", f"≤ {GOAL_US:.0f} µs"], rows)
+    table = markdown_table(
+        ["turns", "characters", f"µs per turn (fastest of {ROUNDS} rounds)", "median", f"≤ {GOAL_US:.0f} µs"], rows
+    )
     notes = "\n\n".join(
         [
-            "Each step alone, µs per turn on the longer set:\n\n"
+            "Each step alone, µs per turn on the longer set (fastest round, as everywhere below):\n\n"
             + markdown_table(["step", "µs per call"], component_rows),
             "Growth with the length of the text (one turn, understand + policy + prompt):\n\n"
             + markdown_table(["characters", "µs per turn", "ns per character"], growth_rows),
@@ -275,7 +308,7 @@ def pattern_table(pack: Any, texts: list[str], top: int = 10) -> tuple[str, list
                     pass
             return len(texts)
 
-        timings.append((name, median(per_turn_us(scan, rounds=5, min_seconds=0.02))))
+        timings.append((name, min(per_turn_us(scan, rounds=5, min_seconds=0.02))))
     total = sum(value for _, value in timings)
     timings.sort(key=lambda item: item[1], reverse=True)
     rows = [[name, f"{value:.1f}", f"{value / total:.0%}"] for name, value in timings[:top]]
