@@ -97,7 +97,9 @@ def interleaved(
 ) -> dict[str, list[float]]:
     """Per round, each function `number` times in a row, the order alternating between rounds.
 
-    Returns, per function, the mean seconds per call of each round; compare medians of these.
+    Returns, per function, the mean seconds per call of each round. For a ratio, compare medians; for
+    what the code costs, take the fastest round (as timeit advises: other work on a shared machine only
+    ever adds time, and a slow spell of a few seconds can cover every round of one function run alone).
     """
     for function in functions.values():
         for _ in range(warmup):

@@ -19,13 +19,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import ROOT, emit, markdown_table, median, profile_summary, setup_paths, summary
+from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, setup_paths, summary
 
 setup_paths()
 
 BENCH = "P2"
 GOAL_US = 100.0
 ROUNDS = 15
+CALLS_PER_ROUND = 60
 
 LONGER = (
     "Hi, I'd like to enrol in the forklift course starting next month. I don't need childcare, "
@@ -93,33 +94,6 @@ def per_turn_us(run_all: Callable[[], int], rounds: int = ROUNDS, min_seconds: f
     return results
 
 
-def interleaved_us(
-    runs: dict[str, Callable[[], int]], rounds: int = ROUNDS, min_seconds: float = 0.05
-) -> dict[str, list[float]]:
-    """Per name, the mean µs per turn of each round, the runs taking turns round by round.
-
-    A slow spell on a shared machine (other work, seconds long) then lands on every run alike instead
-    of on whichever was being timed.
-    """
-    repeats = {}
-    for name, run in runs.items():
-        run()  # warm
-        started = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - started
-        repeats[name] = max(1, int(min_seconds / max(elapsed, 1e-9))) if elapsed < min_seconds else 1
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            gc.collect()
-            turns = 0
-            started = time.perf_counter()
-            for _ in range(repeats[name]):
-                turns += run()
-            samples[name].append((time.perf_counter() - started) / turns * 1e6)
-    return samples
-
-
 def main() -> int:
     from dialogue.normalize import normalize
     from dialogue.pack import read_scripted_turns, scripted_turns_by_conversation
@@ -185,7 +159,13 @@ def main() -> int:
         "next_state": run_policy,
         "build_realizer_messages (model actions only)": run_prompt,
     }
-    timed = interleaved_us({**{name: run for name, (run, _) in sets.items()}, **components})
+    runs = {**{name: run for name, (run, _) in sets.items()}, **components}
+    turns_per_call = {name: run() for name, run in runs.items()}
+    # Interleaved, so a slow spell on this shared machine (seconds long) lands on every run alike.
+    timed = {
+        name: [seconds / turns_per_call[name] * 1e6 for seconds in per_round]
+        for name, per_round in interleaved(runs, rounds=ROUNDS, number=CALLS_PER_ROUND).items()
+    }
     rows = []
     values: dict[str, Any] = {}
     for name, (_, texts) in sets.items():
