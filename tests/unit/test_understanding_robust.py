@@ -126,6 +126,10 @@ def test_screens_fired_names_rules_only(pack: DomainPack) -> None:
         ("don\u2019t \u2014 no", "don't - no"),  # typographic apostrophe and dash
         ("  a\u00a0\u3000b\t\nc  ", "a b c"),  # odd spaces collapse
         ("a\x00b\x07c", "abc"),  # controls other than whitespace
+        ("ign\u043ere", "ignore"),  # Cyrillic o
+        ("\u0420R\u039fMPT", "prompt"),  # Cyrillic capital ER, Greek capital OMICRON
+        ("\u0441\u043e\u043d\u0444\u0438\u0440\u043c", "co\u043d\u0444\u0438p\u043c"),  # only look-alikes change
+        ("\u04e7k", "ok"),  # Cyrillic o with diaeresis: the mark goes, then the look-alike
         ("", ""),
     ],
 )

@@ -16,6 +16,10 @@ Steps, in order:
 4. Typographic apostrophes, quotes and hyphens become "'", '"' and "-", so a pattern written with
    "don't" also matches "don\\u2019t"; en and em dashes become " - ", a clause break. The dotless
    "\\u0131", which case folding keeps but case-insensitive matching equates with "i", becomes "i".
+   Cyrillic and Greek letters that look like a Latin one (Unicode's confusables: Cyrillic "\\u043e"
+   for "o", Greek "\\u03b9" for "i", ...) become that Latin letter, so "ign\\u043ere previous
+   instructions" is screened like "ignore previous instructions". Their capitals and accented forms
+   reach these by steps 1-3.
 5. Canonical composition (the NFC half of NFKC), then whitespace collapsed to single spaces and
    trimmed.
 
@@ -48,6 +52,34 @@ _INVISIBLE = frozenset(
     ]
 )
 _DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Mn", "Me"})
+# Lower-case Cyrillic and Greek letters whose prototype in Unicode's confusables.txt is a Latin letter.
+_LATIN_LOOKALIKES = {
+    "\u0430": "a",  # CYRILLIC SMALL LETTER A
+    "\u0435": "e",  # CYRILLIC SMALL LETTER IE
+    "\u0456": "i",  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
+    "\u0458": "j",  # CYRILLIC SMALL LETTER JE
+    "\u043e": "o",  # CYRILLIC SMALL LETTER O
+    "\u0440": "p",  # CYRILLIC SMALL LETTER ER
+    "\u0441": "c",  # CYRILLIC SMALL LETTER ES
+    "\u0443": "y",  # CYRILLIC SMALL LETTER U
+    "\u0445": "x",  # CYRILLIC SMALL LETTER HA
+    "\u0455": "s",  # CYRILLIC SMALL LETTER DZE
+    "\u0475": "v",  # CYRILLIC SMALL LETTER IZHITSA
+    "\u04bb": "h",  # CYRILLIC SMALL LETTER SHHA
+    "\u04cf": "l",  # CYRILLIC SMALL LETTER PALOCHKA
+    "\u0501": "d",  # CYRILLIC SMALL LETTER KOMI DE
+    "\u051b": "q",  # CYRILLIC SMALL LETTER QA
+    "\u051d": "w",  # CYRILLIC SMALL LETTER WE
+    "\u03b1": "a",  # GREEK SMALL LETTER ALPHA
+    "\u03b9": "i",  # GREEK SMALL LETTER IOTA
+    "\u03ba": "k",  # GREEK SMALL LETTER KAPPA
+    "\u03bd": "v",  # GREEK SMALL LETTER NU
+    "\u03bf": "o",  # GREEK SMALL LETTER OMICRON
+    "\u03c1": "p",  # GREEK SMALL LETTER RHO
+    "\u03c5": "u",  # GREEK SMALL LETTER UPSILON
+    "\u03f2": "c",  # GREEK LUNATE SIGMA SYMBOL
+    "\u03f3": "j",  # GREEK LETTER YOT
+}
 _PUNCTUATION = str.maketrans(
     {
         **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc\u00b4\u0060", "'"),
@@ -57,6 +89,7 @@ _PUNCTUATION = str.maketrans(
         **dict.fromkeys("\u2013\u2014\u2015", " - "),
         # Case folding keeps the dotless i, which IGNORECASE matching takes for "i".
         "\u0131": "i",
+        **_LATIN_LOOKALIKES,
     }
 )
 # For ASCII text: controls other than whitespace dropped, the backquote made an apostrophe.
