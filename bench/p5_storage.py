@@ -224,9 +224,10 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     """Write, through the store, the largest TURN item the records allow, and read it back."""
     from devstack.stack import TABLE_NAME
     from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
+    from dialogue.conversation import new_conversation
     from dialogue.factory import get_store
     from dialogue.pack import get_pack
-    from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
+    from dialogue.records import ScreenOutcome, TurnRecord
     from dialogue.state import DialogueState
     from dialogue.store import partition_key, turn_sort_key
 
@@ -236,13 +237,9 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     conversation_id = UUID("ffffffff-ffff-4fff-bfff-ffffffffffff")
 
     longest = {spec.name: max(spec.values, key=len) for spec in pack.frame.slots}
-    before = ConversationRecord(
-        conversation_id=conversation_id,
-        state=DialogueState.new(pack.frame),
-        version=999_998,
-        turn_count=999_998,
-        created_at=moment,
-        updated_at=moment,
+    # Counters beyond any conversation's (the turn cap is at most 10,000), so their numbers take the most bytes.
+    before = new_conversation(conversation_id, pack, moment).model_copy(
+        update={"version": 999_998, "turn_count": 999_998}
     )
     store.create_conversation(before)
     intent = max((rule.name for rule in pack.spec.understanding.intents), key=len)
