@@ -130,6 +130,8 @@ def worker(request_path: str, result_path: str) -> int:
 
 
 def run_worker(model: Path, jobs: list[dict[str, Any]], work: Path) -> dict[str, Any]:
+    from realizer.vllm_engine import VLLM_ENV_DEFAULTS
+
     request = work / "request.json"
     result = work / "result.json"
     request.write_text(
@@ -139,9 +141,8 @@ def run_worker(model: Path, jobs: list[dict[str, Any]], work: Path) -> dict[str,
     )
     env = {
         **os.environ,
+        **VLLM_ENV_DEFAULTS,
         "PYTHONPATH": pythonpath(),
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_HOST_IP": "127.0.0.1",
         "TOKENIZERS_PARALLELISM": "false",
         "VLLM_LOGGING_LEVEL": "WARNING",
     }

@@ -38,6 +38,7 @@ from tinyqwen_support import (
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizeJob
+from realizer.vllm_engine import VLLM_ENV_DEFAULTS
 
 
 @pytest.fixture(scope="session")
@@ -110,9 +111,8 @@ def vllm_run(tiny_qwen: TinyQwen, tmp_path_factory: pytest.TempPathFactory) -> V
     (work / "request.json").write_text(json.dumps(request))
     env = {
         **os.environ,
+        **VLLM_ENV_DEFAULTS,
         "PYTHONPATH": os.pathsep.join(str(ROOT / part) for part in ("realizer_container", "layers/dialogue")),
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_HOST_IP": "127.0.0.1",
         "TOKENIZERS_PARALLELISM": "false",
     }
     started = time.monotonic()

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from realizer.vllm_engine import VLLM_ENV_DEFAULTS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_replay_with_vllm_on_the_tiny_model(tiny_qwen: Any) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": "127.0.0.1"}
+    env = {**os.environ, **VLLM_ENV_DEFAULTS}
     result = subprocess.run(
         [sys.executable, "-m", "devstack", "replay", "data/riverton/scripted_turns.csv",
          "--realizer", "vllm", "--model", str(tiny_qwen.path), "--json"],
