@@ -25,7 +25,7 @@ from typing import Any
 
 EVENTS_DIR = Path(__file__).resolve().parent
 ROOT = EVENTS_DIR.parent
-for _path in (ROOT, ROOT / "layers" / "dialogue"):
+for _path in (ROOT, ROOT / "layers" / "dialogue", ROOT / "functions" / "turn_api"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -56,7 +56,6 @@ TRIPPED_REPLY = (
     "and your seat is guaranteed.",
 )
 BATCH_GOOD_REPLY = (5, "Should staff contact you by phone or by email?")
-MAX_TEXT_CHARS = 1000
 
 # env.json: per function logical id, the variables that point at deployed resources. Each value names
 # a stack output; docs/DEPLOY.md shows how to fill them in from `aws cloudformation describe-stacks`.
@@ -177,6 +176,8 @@ def _seed_item() -> dict[str, Any]:
 
 def build_events() -> Iterator[tuple[str, Any]]:
     """(file name, content) for every file in events/ except this script."""
+    from api_models import MAX_TEXT_CHARS
+
     conversation = f"/conversations/{CONVERSATION_ID}"
     yield "seed-conversation.json", _seed_item()
     yield "api-create-conversation.json", _http("create-conversation", "POST", "/conversations")

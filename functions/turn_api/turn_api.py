@@ -14,7 +14,7 @@ from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ValidationException
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
@@ -43,13 +43,6 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 ConversationId = Annotated[UUID, Path(description="The id returned when the conversation was created.")]
 TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias=IDEMPOTENCY_HEADER,
-        description="A client's own key for this turn: a retry with the same key gets the first answer.",
-    ),
-]
 
 _ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
     ConversationNotFound: HTTPStatus.NOT_FOUND,

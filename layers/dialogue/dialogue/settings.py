@@ -18,7 +18,6 @@ class Settings(BaseModel):
     idempotency_table_name: str = ""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
-    max_text_chars: Annotated[int, Field(ge=1, le=100_000)] = 1000
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
 
@@ -41,7 +40,6 @@ _ENVIRONMENT = {
     "idempotency_table_name": "IDEMPOTENCY_TABLE_NAME",
     "retention_days": "RETENTION_DAYS",
     "reply_retention_hours": "REPLY_RETENTION_HOURS",
-    "max_text_chars": "MAX_TEXT_CHARS",
     "reply_deadline_seconds": "REPLY_DEADLINE_SECONDS",
     "max_turns_per_conversation": "MAX_TURNS_PER_CONVERSATION",
 }
