@@ -28,9 +28,10 @@ from bench._common import emit, machine_info, markdown_table, package_version, s
 
 setup_paths()
 
+from realizer.hf_engine import QWEN_MODEL_ID as MODEL_ID  # noqa: E402 (needs setup_paths)
+from realizer.hf_engine import QWEN_REVISION as REVISION  # noqa: E402
+
 BENCH = "GPU"
-MODEL_ID = "Qwen/Qwen2.5-1.5B-Instruct"
-REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
 BATCH_SIZES = tuple(2**power for power in range(9))  # 1, 2, 4, ..., 256
 
 

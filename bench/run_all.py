@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench._common import ROOT, load_average, machine_info, pythonpath
+from bench.gpu_realizer import MODEL_ID, REVISION
 
 BENCHMARKS = (
     ("P1", "bench.p1_turn_overhead", "Turn overhead"),
@@ -174,8 +175,8 @@ def report(outcomes: list[dict[str, Any]], info: dict[str, Any], when: datetime,
     lines += [
         "## The realizer on a GPU",
         "",
-        "`python -m bench.gpu_realizer` measures the pinned Qwen/Qwen2.5-1.5B-Instruct "
-        "(989aa7980e4cf806f80c7fef2b1adb7bc71aa306) on vLLM's CUDA build at batch sizes 1, 2, 4, ..., 256: "
+        f"`python -m bench.gpu_realizer` measures the pinned {MODEL_ID} "
+        f"({REVISION}) on vLLM's CUDA build at batch sizes 1, 2, 4, ..., 256: "
         "replies/s and generated tokens/s. It needs a GPU and the weights already in the local Hugging Face "
         "cache (it checks first, and exits 2 with one sentence when they are absent), so `make bench` does not "
         "run it; `--markdown FILE` writes its table.",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from dialogue.pack import get_pack, read_csv_rows
 from dialogue.realize import RealizeJob
 from realizer.engines import Engine, Realization, TemplateEngine
+from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
 
 REALIZER_NAMES = ("smollm", "qwen", "vllm", "template", "canned:FILE")
 
@@ -66,10 +67,6 @@ class CannedEngine:
         return answers
 
 
-QWEN_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
-QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
-
-
 def vllm_kwargs() -> dict[str, Any]:
     """vLLM settings for this machine: defaults on a GPU; on a CPU a small, fixed KV cache.
 
@@ -101,11 +98,11 @@ def build_engine(
     if name == "qwen":
         from realizer.hf_engine import load_qwen_engine
 
-        return load_qwen_engine(model or QWEN_MODEL, revision or QWEN_REVISION)
+        return load_qwen_engine(model or QWEN_MODEL_ID, revision or QWEN_REVISION)
     if name == "vllm":
         # devstack's stdout holds the tables or the JSON lines; vLLM's own logs go to stderr.
         os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         from realizer.vllm_engine import VllmEngine
 
-        return VllmEngine(model or QWEN_MODEL, revision if model else (revision or QWEN_REVISION), **vllm_kwargs())
+        return VllmEngine(model or QWEN_MODEL_ID, revision if model else (revision or QWEN_REVISION), **vllm_kwargs())
     raise ValueError(f"unknown realizer {name!r}; choose one of {', '.join(REALIZER_NAMES)}")

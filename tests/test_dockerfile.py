@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from realizer.__main__ import DEFAULT_MODEL, DEFAULT_REVISION
+from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "realizer_container" / "Dockerfile"
@@ -98,8 +98,8 @@ def test_health_check_runs_the_heartbeat_check(steps: list[tuple[str, str]]) -> 
 def test_weights_are_baked_in_then_the_hub_is_off(steps: list[tuple[str, str]]) -> None:
     text = DOCKERFILE.read_text()
     assert REVISION in text
-    assert REVISION == DEFAULT_REVISION
-    assert DEFAULT_MODEL in text
+    assert REVISION == QWEN_REVISION
+    assert QWEN_MODEL_ID in text
     download = next(index for index, (keyword, arguments) in enumerate(steps) if "snapshot_download" in arguments)
     assert steps[download][0] == "RUN"
     offline = next(

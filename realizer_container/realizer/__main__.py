@@ -30,13 +30,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from realizer.engines import Engine, TemplateEngine
+from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
 from realizer.worker import RealizerWorker
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
-DEFAULT_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
-DEFAULT_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
 DEFAULT_HEARTBEAT_FILE = "/tmp/realizer-heartbeat"
 DEFAULT_VISIBILITY_TIMEOUT = 300
 ENGINES = ("template", "vllm", "transformers")
@@ -76,7 +75,7 @@ def build_engine(name: str, model: str, revision: str) -> Engine:
         engine: Engine = VllmEngine(model, revision)
         return engine
     if name == "transformers":
-        from realizer.hf_engine import load_qwen_engine  # type: ignore[import-not-found, unused-ignore]
+        from realizer.hf_engine import load_qwen_engine
 
         engine = load_qwen_engine(model, revision)
         return engine
@@ -105,8 +104,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="realizer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--engine", choices=ENGINES, default=_env("REALIZER_ENGINE", "template"))
-    parser.add_argument("--model", default=_env("REALIZER_MODEL", DEFAULT_MODEL))
-    parser.add_argument("--revision", default=_env("REALIZER_REVISION", DEFAULT_REVISION))
+    parser.add_argument("--model", default=_env("REALIZER_MODEL", QWEN_MODEL_ID))
+    parser.add_argument("--revision", default=_env("REALIZER_REVISION", QWEN_REVISION))
     parser.add_argument("--batch-size", type=int, default=int(_env("REALIZER_BATCH_SIZE", "32")))
     parser.add_argument("--wait-seconds", type=int, default=int(_env("REALIZER_WAIT_SECONDS", "20")))
     parser.add_argument(
