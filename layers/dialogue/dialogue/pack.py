@@ -43,9 +43,9 @@ class PackError(ValueError):
     """A domain pack file is missing or malformed."""
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str, flags: re.RegexFlag = re.IGNORECASE) -> re.Pattern[str]:
     try:
-        return re.compile(pattern, re.IGNORECASE)
+        return re.compile(pattern, flags)
     except re.error as error:
         raise ValueError(f"invalid regular expression: {error}") from None
 
@@ -64,7 +64,7 @@ def _compile_understanding(pattern: str) -> re.Pattern[str]:
     fast). Any other pattern keeps IGNORECASE.
     """
     if pattern.isascii() and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
-        return re.compile(pattern)
+        return _compile(pattern, re.NOFLAG)
     return _compile(pattern)
 
 
@@ -74,7 +74,8 @@ _EMPTY_MATCH_PROBES = ("", "x", "x y, z. ")
 
 
 def _compile_nonempty(pattern: str) -> re.Pattern[str]:
-    compiled = _compile(pattern)
+    # Compiled as it will run, so `CompiledPatterns` later finds it in re's cache.
+    compiled = _compile_understanding(pattern)
     for probe in _EMPTY_MATCH_PROBES:
         if any(match.end() == match.start() for match in compiled.finditer(probe)):
             raise ValueError("pattern can match empty text, so it would fire on every turn")
