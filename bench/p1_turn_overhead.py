@@ -9,11 +9,10 @@ Both sides run on the same in-process moto, in the same process, interleaved rou
   item, then one `transact_write_items` putting the STATE item (conditional on its version) and a
   TURN item (conditional on being new), items of the same shape and size the store writes.
 
-Two kinds of turn: a fixed-text one (hand_off: 200 with the fixed reply, no SQS) is the figure; a
-generated one (request_contact: 202, one SQS send of the RealizeJob) is reported beside it, with the
-bare side sending a message of the same size. moto deep-copies a table on every transactional write,
-so its cost grows with the table: every TURN item is deleted after its turn (untimed), which keeps
-both sides on a table of two STATE items.
+Two kinds of turn: a fixed-text one (hand_off: 200 with the fixed reply) is the figure; a generated
+one (request_contact: 202, pending) is reported beside it. Neither sends a message: a generated turn
+goes on from the table's stream (the dispatch function), outside the turn. Every TURN item is deleted
+after its turn (untimed), which keeps both sides on a table of two STATE items.
 """
 
 from __future__ import annotations
@@ -68,7 +67,6 @@ def main() -> int:
         import turn_api
 
         ddb = stack.dynamodb
-        sqs = stack.sqs
         context = FakeLambdaContext(function_name="turn_api")
 
         def new_conversation() -> UUID:
@@ -81,16 +79,6 @@ def main() -> int:
                 TableName=TABLE_NAME,
                 Key={"pk": {"S": partition_key(conversation_id)}, "sk": {"S": turn_sort_key(turn_id)}},
             )
-
-        def drain_realize_queue() -> None:
-            """Empty the realize queue (moto allows one purge a minute), so it never grows long."""
-            url = stack.realize_queue.url
-            while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-                sqs.delete_message_batch(
-                    QueueUrl=url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-                )
-            stack.sent_messages.clear()
 
         def get(conversation_id: UUID, sort_key: str) -> dict[str, Any]:
             key = {"pk": {"S": partition_key(conversation_id)}, "sk": {"S": sort_key}}
@@ -110,12 +98,10 @@ def main() -> int:
 
             def cleanup(turn_id: int) -> None:
                 delete_turn(conversation_id, turn_id)
-                if expected_status == 202 and turn_id % 50 == 0:
-                    drain_realize_queue()
 
             return Side(run, cleanup), conversation_id
 
-        def bare_side(template_turn: dict[str, Any], message_body: str | None) -> Side:
+        def bare_side(template_turn: dict[str, Any]) -> Side:
             conversation_id = new_conversation()
             pk = {"S": partition_key(conversation_id)}
             state_key = {"pk": pk, "sk": {"S": STATE_SK}}
@@ -148,18 +134,10 @@ def main() -> int:
                         },
                     ]
                 )
-                if message_body is not None:
-                    sqs.send_message(
-                        QueueUrl=stack.realize_queue.url,
-                        MessageBody=message_body,
-                        MessageAttributes={"action": {"DataType": "String", "StringValue": "request_contact"}},
-                    )
                 return turn_id
 
             def cleanup(turn_id: int) -> None:
                 delete_turn(conversation_id, turn_id)
-                if message_body is not None and turn_id % 50 == 0:
-                    drain_realize_queue()
 
             return Side(run, cleanup)
 
@@ -167,12 +145,11 @@ def main() -> int:
         profiles: dict[str, str] = {}
         for kind, text, status in (("fixed", FIXED_TEXT, 200), ("generated", MODEL_TEXT, 202)):
             handler, handler_conversation = handler_side(text, status)
-            # One turn first, to copy its TURN item (and the RealizeJob body) for the bare side.
+            # One turn first, to copy its TURN item for the bare side.
             first = handler.run()
             template_turn = get(handler_conversation, turn_sort_key(first))
             handler.cleanup(first)
-            body = stack.sent_messages[-1]["body"] if status == 202 else None
-            bare = bare_side(template_turn, body)
+            bare = bare_side(template_turn)
             for _ in range(5):  # warm both paths
                 handler.cleanup(handler.run())
                 bare.cleanup(bare.run())
@@ -207,7 +184,7 @@ def main() -> int:
         ["turn", "handler ms/turn", "bare calls ms/turn", "ratio (median of paired rounds)", "range"],
         [
             [
-                f"{kind} ({'hand_off, 200' if kind == 'fixed' else 'request_contact, 202 + SQS send'})",
+                f"{kind} ({'hand_off, 200' if kind == 'fixed' else 'request_contact, 202'})",
                 f"{row['handler_ms']:.2f}",
                 f"{row['bare_ms']:.2f}",
                 f"{row['ratio']:.2f}x",

@@ -118,6 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
             revision=args.revision,
             quiet=args.quiet,
             handler_logs=args.handler_logs,
+            audit_dir=Path(args.audit_dir) if args.audit_dir else None,
         )
     except (ValueError, RuntimeError) as error:  # the port is taken, an unknown realizer, no model weights
         print(f"devstack: {error}", file=sys.stderr)
@@ -159,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
     serve.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
     serve.add_argument("--handler-logs", action="store_true", help="print the handlers' log lines to stderr")
+    serve.add_argument(
+        "--audit-dir", help="append every SQS message body and log line here as they happen, and the items at exit"
+    )
     _model_options(serve)
     serve.set_defaults(run=_serve)
 

@@ -10,6 +10,7 @@ CODE_PATHS = (
     PROJECT_ROOT / "layers" / "dialogue",
     PROJECT_ROOT / "functions" / "turn_api",
     PROJECT_ROOT / "functions" / "screen_reply",
+    PROJECT_ROOT / "functions" / "dispatch_turn",
     PROJECT_ROOT / "realizer_container",
 )
 

@@ -24,9 +24,11 @@ import time
 import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from devstack.audit import AuditWriter
 from devstack.events import FakeLambdaContext, http_event
 from devstack.stack import LocalStack, local_stack
 
@@ -169,10 +171,11 @@ def _error_reply(status: HTTPStatus, code: str, message: str) -> Reply:
 class Gateway:
     """Serves requests from the local stack; one lock around every use of it."""
 
-    def __init__(self, stack: LocalStack, *, log: TextIO | None = None) -> None:
+    def __init__(self, stack: LocalStack, *, log: TextIO | None = None, audit: AuditWriter | None = None) -> None:
         self._stack = stack
         self._lock = threading.Lock()
         self._log = log
+        self._audit = audit
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._closed = False
@@ -189,6 +192,9 @@ class Gateway:
         self._drainer.join(timeout=30)
         with self._lock:
             self._closed = True
+            self._flush_logs()
+            if self._audit is not None:
+                self._audit.add_items(self._stack)
 
     def openapi(self) -> Reply:
         return Reply(int(HTTPStatus.OK), [("Content-Type", "application/json")], self._openapi)
@@ -241,15 +247,19 @@ class Gateway:
                     where = "".join(traceback.format_tb(error.__traceback__))
                     name = type(error).__name__
                     print(f"devstack serve: draining the queues failed: {name}\n{where}", file=sys.stderr)
-                self._stack.sent_messages.clear()
                 self._flush_logs()
 
     def _flush_logs(self) -> None:
+        """Show (or drop) the log lines captured so far, and hand them and the messages sent to the audit."""
         if self._log is not None:
             for line in self._stack.log_lines:
                 print(line, file=self._log)
             self._log.flush()
+        if self._audit is not None:
+            self._audit.add_log_lines(self._stack.log_lines)
+            self._audit.add_messages(self._stack.sent_messages)
         self._stack.log_lines.clear()
+        self._stack.sent_messages.clear()
 
 
 def _result(status: HTTPStatus, body: dict[str, str]) -> dict[str, Any]:
@@ -357,6 +367,7 @@ def serve(
     revision: str | None = None,
     quiet: bool = False,
     handler_logs: bool = False,
+    audit_dir: Path | None = None,
     stdout: TextIO | None = None,
     install_signals: bool = True,
     stop: threading.Event | None = None,
@@ -366,7 +377,8 @@ def serve(
     out = stdout or sys.stdout
     stop = stop or threading.Event()
     with local_stack(realizer=realizer, model=model, revision=revision) as stack:
-        gateway = Gateway(stack, log=sys.stderr if handler_logs else None)
+        audit = AuditWriter(audit_dir) if audit_dir is not None else None
+        gateway = Gateway(stack, log=sys.stderr if handler_logs else None, audit=audit)
         server_class = DevServer6 if ":" in host else DevServer
         try:
             server = server_class((host, port), _request_handler(gateway, quiet=quiet))

@@ -1,5 +1,12 @@
-"""A local stack on moto: the table and queues of template.yaml, the two Lambda handlers and the
-realizer worker, all in this process. Every log line and metric the handlers print is captured.
+"""A local stack on moto: the table (with its stream) and queues of template.yaml, the three Lambda
+handlers and the realizer worker, all in this process. Every log line and metric the handlers print
+is captured.
+
+One turn travels as in AWS: the turn API commits it; `run_dispatch` delivers the table's stream to
+the dispatch handler as Lambda's event source mapping does (filter, batches, retries from the first
+failure); `run_realizer` runs the worker; `run_screen_function` delivers the screen queue to the
+screen handler. `advance(seconds)` moves the queues' clock forward: a reply deadline (an SQS delay)
+falls due, and messages whose handling failed become visible again, without waiting.
 """
 
 from __future__ import annotations
@@ -12,16 +19,26 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import boto3
+import moto.sqs.models
+from botocore.config import Config
 from moto import mock_aws
 
 from devstack.events import FakeLambdaContext, http_event, sqs_event
+from devstack.faults import FaultInjector
+from devstack.moto_transactions import light_transaction_snapshots
+from devstack.streams import StreamMapping
 
 REGION = "us-east-1"
 TABLE_NAME = "devstack-conversations"
 IDEMPOTENCY_TABLE_NAME = "devstack-idempotency"
 MAX_RECEIVE_COUNT = 5
+# The queues' visibility timeouts in template.yaml (a test checks they agree).
+REALIZE_VISIBILITY_TIMEOUT = 30
+SCREEN_VISIBILITY_TIMEOUT = 30
+STREAM_BATCH_SIZE = 10  # the dispatch mapping's BatchSize in template.yaml
 
 _ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -63,12 +80,31 @@ class Queue:
     arn: str
 
 
+class QueueClock:
+    """moto's SQS clock (delays and visibility timeouts), which `advance` moves forward."""
+
+    def __init__(self) -> None:
+        self.offset_ms = 0
+        self._real = moto.sqs.models.unix_time_millis  # type: ignore[attr-defined]
+
+    def now_ms(self, *args: Any) -> float:
+        return float(self._real(*args)) + self.offset_ms
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        with mock.patch.object(moto.sqs.models, "unix_time_millis", self.now_ms):
+            yield
+
+
 @dataclass
 class LocalStack:
     """Handles to the moto resources and the handlers; build with `local_stack()`."""
 
     dynamodb: Any
     sqs: Any
+    stream: StreamMapping
+    clock: QueueClock
+    faults: FaultInjector
     realize_queue: Queue
     screen_queue: Queue
     realize_dlq: Queue
@@ -103,6 +139,13 @@ class LocalStack:
         )
 
     # --- the asynchronous path --------------------------------------------------------------------
+
+    def run_dispatch(self) -> int:
+        """Deliver the table's new stream records to the dispatch Lambda; returns how many it took."""
+        with self._captured():
+            taken = self.stream.poll()
+        _trim_stream(self.stream)
+        return taken
 
     def run_realizer(self) -> int:
         """Realize what is on the realize queue; returns how many jobs were answered."""
@@ -145,19 +188,37 @@ class LocalStack:
 
     def realized_replies(self) -> dict[tuple[str, int], Any]:
         """Every RealizedReply sent to the screen queue so far, by (conversation id, turn id)."""
+        from pydantic import ValidationError
+
         from dialogue.realize import RealizedReply
 
         replies = {}
         for message in self.sent_messages:
             if message["queue_url"] == self.screen_queue.url:
-                reply = RealizedReply.model_validate_json(message["body"])
+                try:
+                    reply = RealizedReply.model_validate_json(message["body"])
+                except ValidationError:  # a ReplyDeadline, or something a test sent
+                    continue
                 replies[(str(reply.job.conversation_id), reply.job.turn_id)] = reply
         return replies
 
     def drain(self) -> None:
-        """Run the realizer and the screen function until both queues are empty."""
-        while self.run_realizer() or self.run_screen_function():
+        """Dispatch, realize and screen until nothing is left to do now (deadlines not yet due wait)."""
+        while self.run_dispatch() or self.run_realizer() or self.run_screen_function():
             pass
+
+    def advance(self, seconds: float) -> None:
+        """Move the queues' clock forward: delays and visibility timeouts that end within it end now."""
+        self.clock.offset_ms += int(seconds * 1000)
+
+    def pending_turns(self) -> list[tuple[str, int]]:
+        """(conversation id, turn id) of every TURN item still pending, read from the table."""
+        pending = []
+        for item in self.table_items():
+            sort_key = item["sk"]["S"]
+            if sort_key.startswith("TURN#") and not sort_key.endswith("#REPLY") and item["status"]["S"] == "pending":
+                pending.append((item["pk"]["S"].removeprefix("CONV#"), int(sort_key.removeprefix("TURN#"))))
+        return sorted(pending)
 
     # --- inspection, for audits and tests ----------------------------------------------------------
 
@@ -186,8 +247,38 @@ class LocalStack:
             worker_log.removeHandler(worker_handler)
 
 
-def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None) -> Queue:
-    attributes = {"VisibilityTimeout": "30"}
+def _trim_stream(mapping: StreamMapping) -> None:
+    """Drop the stream records the mapping has read past, as DynamoDB drops records after 24 hours.
+
+    moto keeps every record, and copies the whole table with them for each transaction it runs (to undo
+    a cancelled one), so a long `serve` or fuzz run would slow down with every write; here the copy
+    holds only records the mapping has yet to read. Sequence numbers are unchanged.
+    """
+    from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
+    from moto.dynamodb.models import dynamodb_backends
+
+    shard = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].tables[TABLE_NAME].stream_shard
+    if shard is None:
+        return
+    kind, sequence = mapping.positions.get(shard.id, ("TRIM_HORIZON", ""))
+    if kind == "TRIM_HORIZON":
+        return
+    first_unread = int(sequence) + (1 if kind == "AFTER_SEQUENCE_NUMBER" else 0)
+    read = min(max(first_unread - shard.starting_sequence_number, 0), len(shard.items))
+    if read:
+        del shard.items[:read]
+        shard.starting_sequence_number += read
+
+
+def _dispatch_handler(event: dict[str, Any]) -> dict[str, Any]:
+    import dispatch_turn
+
+    result: dict[str, Any] = dispatch_turn.lambda_handler(event, FakeLambdaContext(function_name="dispatch_turn"))
+    return result
+
+
+def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None, visibility_timeout: int = 30) -> Queue:
+    attributes = {"VisibilityTimeout": str(visibility_timeout)}
     if dlq_arn:
         attributes["RedrivePolicy"] = json.dumps(
             {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
@@ -198,7 +289,7 @@ def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None) -> Queue:
 
 
 def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
-    """The table and queues as template.yaml declares them (keys, TTL, DLQs)."""
+    """The table and queues as template.yaml declares them (keys, stream, TTL, DLQs)."""
     dynamodb.create_table(
         TableName=TABLE_NAME,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -207,6 +298,7 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
             {"AttributeName": "sk", "AttributeType": "S"},
         ],
         BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     )
     dynamodb.update_time_to_live(
         TableName=TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
@@ -225,8 +317,8 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     return {
         "realize_dlq": realize_dlq,
         "screen_dlq": screen_dlq,
-        "realize_queue": _create_queue(sqs, "devstack-realize", realize_dlq.arn),
-        "screen_queue": _create_queue(sqs, "devstack-screen", screen_dlq.arn),
+        "realize_queue": _create_queue(sqs, "devstack-realize", realize_dlq.arn, REALIZE_VISIBILITY_TIMEOUT),
+        "screen_queue": _create_queue(sqs, "devstack-screen", screen_dlq.arn, SCREEN_VISIBILITY_TIMEOUT),
     }
 
 
@@ -240,18 +332,22 @@ def local_stack(
     engines; `engine` passes one already built.
     """
     from devstack.realizers import build_engine
+    from dialogue.dispatch import PENDING_TURN_INSERTS
     from dialogue.factory import reset_caches
     from realizer.worker import RealizerWorker
 
     labels: dict[str, str] = {}
     engine = engine if engine is not None else build_engine(realizer, labels, model=model, revision=revision)
-    saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL")}
+    saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL")}
     os.environ.update(_ENVIRONMENT)
     sent: list[dict[str, str]] = []
+    clock = QueueClock()
     try:
-        with mock_aws():
+        with mock_aws(), clock.installed(), light_transaction_snapshots():
             # A fresh default session, so the hook below reaches every client the handlers create.
             boto3.setup_default_session(region_name=REGION)
+            faults = FaultInjector()
+            faults.install(boto3.DEFAULT_SESSION.events)  # type: ignore[union-attr]
             boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
                 "provide-client-params.sqs.SendMessageBatch",
                 lambda params, **_: sent.extend(
@@ -266,6 +362,7 @@ def local_stack(
             sqs = boto3.client("sqs", region_name=REGION)
             queues = create_resources(dynamodb, sqs)
             os.environ["REALIZE_QUEUE_URL"] = queues["realize_queue"].url
+            os.environ["SCREEN_QUEUE_URL"] = queues["screen_queue"].url
             reset_caches()
             worker = RealizerWorker(
                 sqs,
@@ -273,10 +370,24 @@ def local_stack(
                 screen_queue_url=queues["screen_queue"].url,
                 engine=engine,
                 wait_seconds=0,
+                visibility_timeout=REALIZE_VISIBILITY_TIMEOUT,
+            )
+            stream = StreamMapping(
+                # moto answers the regional endpoint, not the account-based one botocore prefers for an ARN.
+                streams=boto3.client(
+                    "dynamodbstreams", region_name=REGION, config=Config(account_id_endpoint_mode="disabled")
+                ),
+                stream_arn=dynamodb.describe_table(TableName=TABLE_NAME)["Table"]["LatestStreamArn"],
+                handler=_dispatch_handler,
+                filter_pattern=PENDING_TURN_INSERTS,
+                batch_size=STREAM_BATCH_SIZE,
             )
             yield LocalStack(
                 dynamodb=dynamodb,
                 sqs=sqs,
+                stream=stream,
+                clock=clock,
+                faults=faults,
                 realizer=worker,
                 realize_queue=queues["realize_queue"],
                 screen_queue=queues["screen_queue"],

@@ -35,6 +35,9 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 SCREEN_QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:enrollment-desk-ScreenQueue-EXAMPLE"
+TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/enrollment-desk-ConversationTable-EXAMPLE"
+STREAM_ARN = f"{TABLE_ARN}/stream/2026-11-29T12:00:00.000"
+DISPATCHED_TURN = 1  # the stream event carries this turn; the deadline event finalizes it
 
 # The turn sequence on CONVERSATION_ID: one turn of each action, in the order they must be sent.
 TURNS: tuple[tuple[str, str], ...] = (
@@ -63,7 +66,11 @@ ENV_PLACEHOLDERS = {
     "TurnApiFunction": {
         "TABLE_NAME": "ConversationTableName",
         "IDEMPOTENCY_TABLE_NAME": "IdempotencyTableName",
+    },
+    "DispatchTurnFunction": {
+        "TABLE_NAME": "ConversationTableName",
         "REALIZE_QUEUE_URL": "RealizeQueueUrl",
+        "SCREEN_QUEUE_URL": "ScreenQueueUrl",
     },
     "ScreenReplyFunction": {
         "TABLE_NAME": "ConversationTableName",
@@ -111,27 +118,100 @@ def _sqs(messages: list[tuple[str, str]]) -> dict[str, Any]:
     return sqs_event([_sqs_message(name, body) for name, body in messages], SCREEN_QUEUE_ARN)
 
 
-def _realize_jobs() -> dict[int, Any]:
-    """Replay TURNS through the dialogue core; the RealizeJob of each turn a model words, by turn id."""
+def _pending_turns() -> dict[int, Any]:
+    """Replay TURNS through the dialogue core; the pending TurnRecord of each turn a model words, by id."""
+    from dialogue.actions import HumanReview, ReplyScreen, ReplySource, TurnStatus
     from dialogue.pack import get_pack
     from dialogue.policy import next_state
-    from dialogue.realize import build_realize_job
+    from dialogue.records import TurnRecord
     from dialogue.state import DialogueState
     from dialogue.understanding import understand
 
     pack = get_pack(ROOT / "data" / "riverton")
     state = DialogueState.new(pack.frame)
-    jobs = {}
+    turns = {}
     for turn_id, (expected, text) in enumerate(TURNS, start=1):
-        state, action = next_state(state, understand(text, pack), pack)
+        understanding = understand(text, pack)
+        state, action = next_state(state, understanding, pack)
         if str(action) != expected:
             raise SystemExit(f"turn {turn_id} now gives {action}, not {expected}: update TURNS")
         if action.uses_model:
-            when = NOW + timedelta(seconds=turn_id)
-            jobs[turn_id] = build_realize_job(
-                conversation_id=CONVERSATION_ID, turn_id=turn_id, state=state, action=action, pack=pack, now=when
+            turns[turn_id] = TurnRecord(
+                conversation_id=CONVERSATION_ID,
+                turn_id=turn_id,
+                intent=understanding.intent,
+                injection_screen=understanding.injection_screen,
+                privileged_request=understanding.privileged_request,
+                slots=dict(state.slots),
+                action=action,
+                reply_source=ReplySource.MODEL,
+                status=TurnStatus.PENDING,
+                reply_screen=ReplyScreen.NOT_APPLICABLE,
+                human_review=HumanReview.PENDING,
+                created_at=NOW + timedelta(seconds=turn_id),
             )
-    return jobs
+    return turns
+
+
+def _realize_jobs(turns: dict[int, Any]) -> dict[int, Any]:
+    """The RealizeJob the dispatch function builds for each pending turn, by turn id."""
+    from dialogue.pack import get_pack
+    from dialogue.realize import build_realize_job
+    from dialogue.state import DialogueState
+
+    pack = get_pack(ROOT / "data" / "riverton")
+    return {
+        turn_id: build_realize_job(
+            conversation_id=turn.conversation_id,
+            turn_id=turn_id,
+            state=DialogueState.from_slots(pack.frame, turn.slots),
+            action=turn.action,
+            pack=pack,
+            now=turn.created_at,
+        )
+        for turn_id, turn in turns.items()
+    }
+
+
+def _stream_event(turn: Any) -> dict[str, Any]:
+    """A DynamoDB stream batch, as Lambda delivers it, with the INSERT of one pending TURN item."""
+    from dialogue.store import DynamoConversationStore
+
+    store = DynamoConversationStore(None, "unused", retention=timedelta(days=30), reply_retention=timedelta(hours=24))  # type: ignore[arg-type]
+    item = dict(sorted(store.turn_item(turn).items()))
+    return {
+        "Records": [
+            {
+                "eventID": _request_id(f"stream/{turn.turn_id}").replace("-", ""),
+                "eventName": "INSERT",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": REGION,
+                "dynamodb": {
+                    "ApproximateCreationDateTime": int(turn.created_at.timestamp()),
+                    "Keys": {"pk": item["pk"], "sk": item["sk"]},
+                    "NewImage": item,
+                    "SequenceNumber": f"{turn.turn_id:021d}",
+                    "SizeBytes": len(json.dumps(item)),
+                    "StreamViewType": "NEW_IMAGE",
+                },
+                "eventSourceARN": STREAM_ARN,
+            }
+        ]
+    }
+
+
+def _deadline(turn: Any) -> str:
+    from dialogue.realize import ReplyDeadline
+
+    deadline = ReplyDeadline(
+        conversation_id=turn.conversation_id,
+        turn_id=turn.turn_id,
+        action=turn.action,
+        slots=dict(turn.slots),
+        due_at=turn.created_at + timedelta(seconds=60),
+    )
+    return deadline.model_dump_json()
 
 
 def _realized(job: Any, text: str) -> str:
@@ -184,7 +264,9 @@ def build_events() -> Iterator[tuple[str, Any]]:
     for turn_id, (action, text) in enumerate(TURNS, start=1):
         name = f"api-turn-{turn_id}-{action.replace('_', '-')}"
         yield f"{name}.json", _http(name, "POST", f"{conversation}/turns", {"text": text})
-    jobs = _realize_jobs()
+    pending = _pending_turns()
+    jobs = _realize_jobs(pending)
+    yield "stream-dispatch-turn-1.json", _stream_event(pending[DISPATCHED_TURN])
     clean_turn, clean_text = CLEAN_REPLY
     tripped_turn, tripped_text = TRIPPED_REPLY
     good_turn, good_text = BATCH_GOOD_REPLY
@@ -194,6 +276,7 @@ def build_events() -> Iterator[tuple[str, Any]]:
         "sqs-screen-bad-record.json",
         _sqs([("screen-good", _realized(jobs[good_turn], good_text)), ("screen-bad", '{"job": "not a job"}')]),
     )
+    yield "sqs-screen-deadline.json", _sqs([("screen-deadline", _deadline(pending[DISPATCHED_TURN]))])
     yield "api-get-turn.json", _http("get-turn", "GET", f"{conversation}/turns/{clean_turn}")
     yield "api-get-conversation.json", _http("get-conversation", "GET", conversation)
     yield "api-bad-body-not-json.json", _http("bad-not-json", "POST", f"{conversation}/turns", raw_body="text=hello")

@@ -1,11 +1,14 @@
-"""Shared fixtures: the domain pack, the scripted turns and a local stack on moto."""
+"""Shared fixtures: the domain pack, the scripted turns and a local stack on moto; the Hypothesis
+profiles; and each test's tier marker, from its folder."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from devstack.stack import LocalStack, local_stack
 from dialogue.pack import DomainPack, ScriptedTurn, get_pack, read_scripted_turns
@@ -13,6 +16,24 @@ from dialogue.pack import DomainPack, ScriptedTurn, get_pack, read_scripted_turn
 ROOT = Path(__file__).resolve().parents[1]
 PACK_DIR = ROOT / "data" / "riverton"
 SCRIPTED_TURNS = PACK_DIR / "scripted_turns.csv"
+
+# Property tests explore new cases on a developer's machine (and remember failures in .hypothesis/),
+# but in CI they run derandomized, with no example database: the same cases on every run, so a red
+# build is the code's doing, never the draw's. HYPOTHESIS_PROFILE chooses one explicitly.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+# Tiers (pytest -m, make unit/integration/engines/fuzz): a test's tier is its folder's.
+TIERS = ("unit", "integration", "engines", "fuzz", "deploy")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        (folder, *_) = Path(str(item.fspath)).resolve().relative_to(ROOT / "tests").parts
+        if folder not in TIERS:
+            raise pytest.UsageError(f"tests/{folder} is in no tier: put tests in one of {', '.join(TIERS)}")
+        item.add_marker(getattr(pytest.mark, folder))
 
 
 @pytest.fixture(scope="session")

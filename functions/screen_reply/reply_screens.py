@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dialogue.actions import CONTENT_SCREENS, Action, HumanReview, ReplyScreen, Screen
 from dialogue.pack import DomainPack
-from dialogue.realize import RealizedReply
+from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import ScreenOutcome
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
@@ -117,4 +117,17 @@ def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:
         reply_screen=report.label,
         human_review=HumanReview.PENDING,
         final_reply=fixed_reply(job.action, state, pack) if fallback else realized.text,
+    )
+
+
+def deadline_outcome(deadline: ReplyDeadline, pack: DomainPack) -> ScreenOutcome:
+    """What a turn still pending at its deadline shows: the fixed fallback. No model text was screened,
+    so nothing is held and no human check is pending."""
+    state = DialogueState.from_slots(pack.frame, deadline.slots)
+    return ScreenOutcome(
+        screens_fired=(Screen.DEADLINE,),
+        fallback_used=True,
+        reply_screen=ReplyScreen.NOT_APPLICABLE,
+        human_review=HumanReview.NOT_APPLICABLE,
+        final_reply=fixed_reply(deadline.action, state, pack),
     )

@@ -1,7 +1,12 @@
-"""The screen-and-fallback Lambda: realized replies from SQS → screens → TURN flags and the shown reply.
+"""The screen-and-fallback Lambda: the screen queue → TURN flags and the reply shown.
+
+The queue carries two kinds of message. A RealizedReply is screened, and the reply or its fixed
+fallback stored. A ReplyDeadline arrives when its turn's reply deadline has passed: a turn still
+pending then gets the fixed fallback, counted as `DeadlineFallbacks`. Either way a turn is finalized
+once; a message for a turn that is already final is dropped.
 
 Partial batch failures: a record that cannot be parsed or stored is reported and retried, then goes
-to the dead-letter queue; the rest of its batch succeeds. Duplicates finalize a turn once.
+to the dead-letter queue; the rest of its batch succeeds.
 """
 
 from __future__ import annotations
@@ -19,23 +24,30 @@ from pydantic import ConfigDict, Json
 from dialogue.factory import get_store
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
-from dialogue.realize import RealizedReply
-from reply_screens import decide
+from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
+from reply_screens import deadline_outcome, decide
 
 
-class RealizedReplyRecord(SqsRecordModel):
+class ScreenQueueRecord(SqsRecordModel):
     model_config = ConfigDict(hide_input_in_errors=True)
 
-    body: Json[RealizedReply]  # type: ignore[assignment]
+    body: Json[ScreenMessage]  # type: ignore[assignment]
 
 
 # A batch that fails whole is reported record by record too, so the function does not error: each
 # record is retried alone and a poison one moves to the DLQ after maxReceiveCount.
-processor = BatchProcessor(event_type=EventType.SQS, model=RealizedReplyRecord, raise_on_entire_batch_failure=False)
+processor = BatchProcessor(event_type=EventType.SQS, model=ScreenQueueRecord, raise_on_entire_batch_failure=False)
 
 
-def screen_record(record: RealizedReplyRecord) -> None:
-    realized = record.body
+def screen_record(record: ScreenQueueRecord) -> None:
+    message = record.body
+    if isinstance(message, ReplyDeadline):
+        enforce_deadline(message)
+    else:
+        screen_realized(message)
+
+
+def screen_realized(realized: RealizedReply) -> None:
     job = realized.job
     with logger.append_context_keys(conversation_id=str(job.conversation_id), turn_id=job.turn_id):
         outcome = decide(realized, get_pack())
@@ -50,6 +62,22 @@ def screen_record(record: RealizedReplyRecord) -> None:
     metrics.add_metric(name="RepliesScreened" if stored else "DuplicateRepliesIgnored", unit=MetricUnit.Count, value=1)
     if stored and outcome.fallback_used:
         metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
+
+
+def enforce_deadline(deadline: ReplyDeadline) -> None:
+    with logger.append_context_keys(conversation_id=str(deadline.conversation_id), turn_id=deadline.turn_id):
+        outcome = deadline_outcome(deadline, get_pack())
+        now = datetime.now(UTC)
+        stored = get_store().record_screened_reply(deadline.conversation_id, deadline.turn_id, outcome, now)
+        if stored:
+            logger.warning("reply deadline passed: fallback stored", action=str(deadline.action))
+        else:
+            logger.info("reply deadline passed: turn already final", action=str(deadline.action))
+    if stored:
+        metrics.add_metric(name="DeadlineFallbacks", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
+    else:
+        metrics.add_metric(name="DeadlinesMet", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,13 +1,15 @@
-"""The turn API Lambda: HTTP routes → dialogue core → DynamoDB and the realize queue.
+"""The turn API Lambda: HTTP routes → dialogue core → DynamoDB.
 
-Thin by design: parse, call one logic function, map the result. Errors never echo the request.
+Thin by design: parse, call one logic function, map the result. A turn is one DynamoDB transaction
+and nothing else: generated turns go on from the table's stream. Reads never write. Errors never
+echo the request.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Annotated, Any
 from uuid import UUID
@@ -17,11 +19,16 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyInconsistentStateError,
+    IdempotencyPersistenceLayerError,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api_models import ConversationCreated, ConversationDetail, ErrorBody, TurnAccepted, TurnDetail, TurnRequest
 from dialogue import conversation
+from dialogue.actions import TurnStatus
 from dialogue.errors import (
     ConcurrentTurnConflict,
     ConversationNotFound,
@@ -33,7 +40,7 @@ from dialogue.errors import (
     TurnLimitReached,
     TurnNotFound,
 )
-from dialogue.factory import get_publisher, get_store
+from dialogue.factory import get_store
 from dialogue.idempotency import IDEMPOTENCY_HEADER, idempotently, register_lambda_context, valid_key
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
@@ -43,6 +50,10 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 ConversationId = Annotated[UUID, Path(description="The id returned when the conversation was created.")]
 TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
+
+# A turn read this long after its deadline while still pending means its deadline message was lost or
+# is stuck: the screen function should have stored the fallback. Counted, so an alarm can see it.
+DEADLINE_GRACE = timedelta(seconds=30)
 
 _ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
     ConversationNotFound: HTTPStatus.NOT_FOUND,
@@ -88,22 +99,38 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
     if key is not None and not valid_key(key):
         raise InvalidIdempotencyKey()
     try:
-        answer = idempotently(str(conversation_id), key, lambda: accept_turn(conversation_id, request.text))
+        answer = idempotently(str(conversation_id), key, lambda: accept_turn(conversation_id, request.text, key))
     except IdempotencyAlreadyInProgressError:
         raise RetryInProgress() from None
+    except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as error:
+        # The idempotency table failed around the turn. If the turn itself failed first, its error is
+        # the answer; otherwise the store was unavailable (a committed turn is found again by its key).
+        raise _turn_error_behind(error) or StoreUnavailable() from None
     return Response(status_code=answer["status_code"], content_type=content_types.APPLICATION_JSON, body=answer["body"])
 
 
-def accept_turn(conversation_id: UUID, text: str) -> dict[str, Any]:
+def _turn_error_behind(error: BaseException) -> DialogueError | None:
+    """The DialogueError an idempotency failure happened while handling, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DialogueError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def accept_turn(conversation_id: UUID, text: str, request_key: str | None = None) -> dict[str, Any]:
     """Apply the turn; the answer (status and body) is what an idempotent retry gets back."""
     view = conversation.take_turn(
         conversation_id,
         text,
         store=get_store(),
-        publisher=get_publisher(),
         pack=get_pack(),
         now=_now(),
         max_turns=get_settings().max_turns_per_conversation,
+        request_key=request_key,
     )
     turn = view.turn
     logger.info(
@@ -128,11 +155,12 @@ def accept_turn(conversation_id: UUID, text: str) -> dict[str, Any]:
 
 @app.get("/conversations/<conversation_id>/turns/<turn_id>")
 def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
-    view = conversation.view_turn(
-        get_store(), get_pack(), conversation_id, turn_id, now=_now(), reply_deadline=get_settings().reply_deadline
-    )
+    view = conversation.view_turn(get_store(), get_pack(), conversation_id, turn_id)
     metrics.add_metric(name="TurnsRead", unit=MetricUnit.Count, value=1)
     turn = view.turn
+    if turn.status is TurnStatus.PENDING and _now() - turn.created_at > get_settings().reply_deadline + DEADLINE_GRACE:
+        logger.warning("turn pending past its deadline", conversation_id=str(conversation_id), turn_id=turn_id)
+        metrics.add_metric(name="TurnsPendingPastDeadline", unit=MetricUnit.Count, value=1)
     return TurnDetail(
         conversation_id=turn.conversation_id,
         turn_id=turn.turn_id,
@@ -191,11 +219,19 @@ def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
     return "invalid_request", "The request is not valid for this route."
 
 
+_LOCATION_NAMES = frozenset({"body", "path", "query", "header", "conversation_id", "turn_id", "text"})
+
+
+def _known_location(location: Any) -> list[str]:
+    """A validation error's location with every part this API does not name itself replaced by "?"."""
+    return [str(part) if isinstance(part, int) or part in _LOCATION_NAMES else "?" for part in location]
+
+
 @app.exception_handler([RequestValidationError, ValidationException])
 def handle_validation_error(error: ValidationException) -> Response[Any]:
     code, message = _validation_message(list(error.errors()))
-    # Log where and what kind, never the offending values.
-    logger.info("request rejected", error=code, locations=[list(map(str, e.get("loc", ()))) for e in error.errors()])
+    # Log where and what kind, never the offending values, nor a name the client chose (an unknown field).
+    logger.info("request rejected", error=code, locations=[_known_location(e.get("loc", ())) for e in error.errors()])
     return _error(HTTPStatus.UNPROCESSABLE_ENTITY if code.endswith("length") else HTTPStatus.BAD_REQUEST, code, message)
 
 

@@ -9,11 +9,12 @@ One cycle (`poll_once`):
    are realized once.
 2. Realize the batch with the engine, in one call. While it runs (from the first receive on) a
    heartbeat thread extends the visibility of the messages in flight by `visibility_timeout` every
-   `visibility_timeout / 2` seconds. If the engine raises, nothing is sent or deleted: the messages
-   become visible again when their timeout runs out.
+   `visibility_timeout / 2` seconds. If the engine raises, nothing is sent or deleted: the messages go
+   back to the queue, visible again after `retry_delay_seconds` (not the long visibility timeout, which
+   would outlast the reply deadline); past maxReceiveCount a job that always fails reaches the DLQ.
 3. Send the replies to the screen queue (`send_message_batch`, 10 a call), then delete exactly the
    messages whose reply was accepted, duplicates included (`delete_message_batch`). A job whose reply
-   failed to send stays on the queue for a retry.
+   failed to send goes back to the queue the same way, for a retry.
 
 `run(should_stop)` repeats the cycle until `should_stop()` is true. A stop seen while a batch is being
 collected hands the received messages back (visibility 0); a stop seen while the engine runs lets the
@@ -183,6 +184,7 @@ class RealizerWorker:
         visibility_timeout: int = 300,
         heartbeat_interval: float | None = None,
         health_file: str | Path | None = None,
+        retry_delay_seconds: int = 5,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -190,6 +192,8 @@ class RealizerWorker:
             raise ValueError("wait_seconds must be between 0 and 20")
         if visibility_timeout < 1:
             raise ValueError("visibility_timeout must be at least 1 second")
+        if retry_delay_seconds < 0:
+            raise ValueError("retry_delay_seconds must not be negative")
         self._client = client
         self._realize_queue_url = realize_queue_url
         self._screen_queue_url = screen_queue_url
@@ -201,6 +205,7 @@ class RealizerWorker:
         # every receive is a short poll and an empty queue ends the cycle at once.
         self._fill_wait = max(0, min(fill_wait_seconds, wait_seconds))
         self._visibility_timeout = visibility_timeout
+        self._retry_delay = min(retry_delay_seconds, visibility_timeout)
         self._heartbeat_interval = heartbeat_interval if heartbeat_interval else visibility_timeout / 2
         self._health_file = Path(health_file) if health_file else None
         self._should_stop: Callable[[], bool] = _never
@@ -302,10 +307,10 @@ class RealizerWorker:
             if len(realizations) != len(jobs):
                 raise RuntimeError("the engine answered a different number of jobs")
         except Exception as exc:
-            # Nothing is sent or deleted: the messages come back after their visibility timeout.
+            # Nothing is sent or deleted: the messages come back after the retry delay.
             self.last_cycle_ok = False
             log.error(
-                "engine failed; batch left on the queue",
+                "engine failed; batch returned to the queue",
                 extra={
                     "error": type(exc).__name__,
                     "where": _where(exc),
@@ -313,6 +318,7 @@ class RealizerWorker:
                     "job_ids": [job.job_id for job in jobs],
                 },
             )
+            self._release([item.receipt_handle for item in batch.received], heartbeat)
             return 0
         replies = [self._reply(job, realization) for job, realization in zip(jobs, realizations, strict=True)]
         sent = self._send(replies)
@@ -320,6 +326,9 @@ class RealizerWorker:
         handles = [item.receipt_handle for group in answered for item in group]
         heartbeat.forget(handles)
         deleted = self._delete(handles)
+        unsent = [item.receipt_handle for index, group in enumerate(groups) if index not in set(sent) for item in group]
+        if unsent:
+            self._release(unsent, heartbeat)
         log.info(
             "batch realized",
             extra={
@@ -331,6 +340,12 @@ class RealizerWorker:
             },
         )
         return len(answered)
+
+    def _release(self, handles: Sequence[str], heartbeat: VisibilityHeartbeat) -> None:
+        """Hand messages back for a retry after `retry_delay_seconds`; if that fails, their own
+        visibility timeout brings them back later."""
+        heartbeat.forget(handles)
+        change_visibility(self._client, self._realize_queue_url, handles, self._retry_delay)
 
     def _reply(self, job: RealizeJob, realization: Realization) -> RealizedReply:
         common: dict[str, Any] = {

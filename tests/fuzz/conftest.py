@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 URL_LINE = re.compile(r"on (http://127\.0\.0\.1:\d+) ")
 START_TIMEOUT_S = 60
+SERVE = (sys.executable, "-m", "devstack", "serve", "--host", "127.0.0.1", "--port", "0", "--quiet")
 STOP_TIMEOUT_S = 20
 
 
@@ -25,9 +26,21 @@ class ServedApi:
     url: str
     process: subprocess.Popen[bytes]
     stderr_path: Path
+    audit_dir: Path
 
     def stderr_tail(self) -> str:
         return self.stderr_path.read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        """Stop the server (it writes the table's items to the audit folder as it exits)."""
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.communicate(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate(timeout=STOP_TIMEOUT_S)
 
 
 def _first_line(process: subprocess.Popen[bytes]) -> str:
@@ -50,10 +63,12 @@ def _first_line(process: subprocess.Popen[bytes]) -> str:
 
 @pytest.fixture(scope="session")
 def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
-    stderr_path = tmp_path_factory.mktemp("fuzz") / "serve.stderr"
+    folder = tmp_path_factory.mktemp("fuzz")
+    stderr_path = folder / "serve.stderr"
+    audit_dir = folder / "audit"
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "devstack", "serve", "--host", "127.0.0.1", "--port", "0", "--quiet"],
+            [*SERVE, "--audit-dir", str(audit_dir)],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -62,14 +77,16 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
     try:
         match = URL_LINE.search(_first_line(process))
         assert match, "devstack serve printed no loopback URL"
-        yield ServedApi(url=match.group(1), process=process, stderr_path=stderr_path)
+        served = ServedApi(url=match.group(1), process=process, stderr_path=stderr_path, audit_dir=audit_dir)
+        yield served
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.communicate(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate(timeout=STOP_TIMEOUT_S)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.communicate(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate(timeout=STOP_TIMEOUT_S)
 
 
 # Lines the fuzz tests leave for the end of the run: how many requests, by route and by status.

@@ -5,9 +5,12 @@ Positive and negative cases for each of the four routes, sent over HTTP to a sub
 ({"error", "message"}, the message one sentence); and no string of 8 or more characters that was
 sent (in the path or the body) repeated in the response body. Valid conversation ids are mixed in,
 from a pool of conversations made first and renewed as they fill, so cases reach the dialogue core.
+At the end the server stops and its audit (every item, message and log line it kept) must hold no
+string of 12 or more characters that a turn's body carried.
 
 Bounded: MAX_EXAMPLES per route for the fuzzing phase (plus schemathesis' coverage cases),
 REQUEST_BUDGET requests at most and TIME_BUDGET_S seconds; past either, cases are not sent.
+`make test` runs the defaults (3,000 requests); `make fuzz` runs 10,000.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ TIME_BUDGET_S = float(os.environ.get("FUZZ_SECONDS", "110"))
 TURNS_PER_CONVERSATION = 6  # renew a pool conversation well before any per-conversation turn limit
 POOL_SIZE = 6
 MIN_ECHO = 8
+MIN_KEPT = 12  # a sent string this long found in what the server kept is user text kept
 REQUEST_TIMEOUT_S = 10
 SENTENCE_END = re.compile(r"[.!?]\s+[A-Z]")  # a second sentence starts after the first one's end
 ROUTE_WORDS = {"conversations", "turns"}  # the routes' own path words are not input
@@ -54,6 +58,7 @@ class Budget:
     statuses: dict[int, int] = field(default_factory=dict)
     skipped: int = 0
     failures: int = 0
+    turn_texts: set[str] = field(default_factory=set)  # strings turn bodies carried, for the storage audit
 
     def exhausted(self) -> bool:
         return self.sent >= REQUEST_BUDGET or time.monotonic() - self.started > TIME_BUDGET_S
@@ -291,6 +296,8 @@ def test_fuzz_api(
     response = case.call(base_url=served_api.url, session=fuzz_session, timeout=REQUEST_TIMEOUT_S)
     label = case.operation.label if case.method.upper() == case.operation.method.upper() else "other methods"
     budget.count(label, response.status_code)
+    if case.method.upper() == "POST" and case.operation.path.endswith("/turns"):
+        budget.turn_texts.update(sent_strings(response.request, with_path=False))
     try:
         check_answer(response, label, served_api)
         case.validate_response(response, checks=CONFORMANCE)
@@ -369,7 +376,12 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("case_name", "headers", "body"), HOSTILE, ids=[case[0] for case in HOSTILE])
 def test_hostile_turn_bodies(
-    served_api: Any, fuzz_session: requests.Session, case_name: str, headers: dict[str, str], body: bytes
+    served_api: Any,
+    fuzz_session: requests.Session,
+    budget: Budget,
+    case_name: str,
+    headers: dict[str, str],
+    body: bytes,
 ) -> None:
     conversation = fuzz_session.post(f"{served_api.url}/conversations", timeout=REQUEST_TIMEOUT_S).json()
     response = fuzz_session.post(
@@ -380,6 +392,7 @@ def test_hostile_turn_bodies(
     )
     check_answer(schemathesis.Response.from_any(response), case_name, served_api)
     assert "sentinel-hostile" not in response.text.lower()
+    budget.turn_texts.update(sent_strings(response.request, with_path=False))
 
 
 @pytest.mark.parametrize(
@@ -399,3 +412,40 @@ def test_hostile_paths(served_api: Any, fuzz_session: requests.Session, path: st
     response = fuzz_session.get(f"{served_api.url}{path}", timeout=REQUEST_TIMEOUT_S)
     check_answer(schemathesis.Response.from_any(response), path[:40], served_api)
     assert "sentinel-hostile" not in response.text.lower()
+
+
+# --- last: what the server kept holds none of it ---------------------------------------------------------
+
+PACK_DIR = _ROOT / "data" / "riverton"
+
+
+def kept_forms(text: str) -> set[str]:
+    """A string as the audit files may hold it: as sent, JSON-escaped once (an item's value) or twice
+    (inside a message body or a log line that is itself JSON)."""
+    once = json.dumps(text, ensure_ascii=False)[1:-1]
+    twice = json.dumps(once, ensure_ascii=False)[1:-1]
+    return {text.lower(), once.lower(), twice.lower()}
+
+
+def telling(text: str) -> bool:
+    """Long enough and varied enough that finding it by chance (in a uuid, a run of zeros) is out."""
+    return len(text) >= MIN_KEPT and len(set(text)) >= 5
+
+
+def test_nothing_a_turn_carried_was_kept(served_api: Any, budget: Budget) -> None:
+    """Runs last (file order): stops the server, then reads every item, message and log line it kept."""
+    if not budget.turn_texts:
+        pytest.skip("no turn was fuzzed in this session")
+    from devstack.audit import AUDIT_FILES, approved_wording
+
+    served_api.stop()
+    files = {name: (served_api.audit_dir / name).read_text(encoding="utf-8").lower() for name in AUDIT_FILES}
+    assert all(files.values()), "the server kept items, sent messages and logged"
+    kept = "\n".join(files.values())
+    # The system's own words: the pack's, and its code's (a field name such as "human_review" is kept).
+    code = "\n".join(path.read_text(encoding="utf-8") for path in (_ROOT / "layers" / "dialogue").rglob("*.py"))
+    approved = approved_wording(PACK_DIR) + code.lower() + SERVER_WORDING.lower()
+    checked = [text for text in budget.turn_texts if telling(text) and text.lower() not in approved]
+    assert len(checked) >= 100, "the fuzzer sent enough turn text to check"
+    leaks = [text for text in checked if any(form in kept for form in kept_forms(text))]
+    assert not leaks, f"{len(leaks)} sent strings were kept, e.g. {leaks[:3]!r:.300}"

@@ -1,8 +1,10 @@
-"""The realizer worker and the screen function on moto: partial failures, duplicates, fallbacks."""
+"""The dispatch function, the realizer worker and the screen function on moto: partial failures,
+duplicates, fallbacks and the reply deadline."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from devstack.events import FakeLambdaContext, sqs_event
@@ -15,6 +17,7 @@ def pending_turn(stack: LocalStack, text: str) -> tuple[str, RealizeJob]:
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     response = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
     assert response.status == 202
+    assert stack.run_dispatch() == 1
     (message,) = stack.sqs.receive_message(QueueUrl=stack.realize_queue.url, MaxNumberOfMessages=10)["Messages"]
     stack.sqs.delete_message(QueueUrl=stack.realize_queue.url, ReceiptHandle=message["ReceiptHandle"])
     return conversation_id, RealizeJob.model_validate_json(message["Body"])
@@ -106,12 +109,11 @@ def test_token_cap_shows_fallback_but_is_not_flagged(stack: LocalStack) -> None:
 def test_worker_answers_good_jobs_and_leaves_bad_ones(stack: LocalStack) -> None:
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "When does it meet?"})
+    stack.run_dispatch()
     stack.sqs.send_message(QueueUrl=stack.realize_queue.url, MessageBody=json.dumps({"job_id": "x"}))
     answered = stack.realizer.poll_once()
     assert answered == 1
-    screen_bodies = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.screen_queue.url]
-    assert len(screen_bodies) == 1
-    reply = RealizedReply.model_validate_json(screen_bodies[0])
+    (reply,) = stack.realized_replies().values()
     assert reply.job.action == "request_program"
     assert reply.engine == "template"
     # The malformed job stays on the queue for a retry (and, past maxReceiveCount, the DLQ).
@@ -133,29 +135,96 @@ def test_realize_job_rejects_unknown_fields(stack: LocalStack) -> None:
     assert "smuggled" not in str(raised.value)
 
 
-def test_deadline_serves_the_fallback_and_a_late_reply_does_not_overwrite(stack: LocalStack, monkeypatch) -> None:
-    from dialogue.factory import reset_caches
+DEADLINE_SECONDS = 60
+FORKLIFT_BY_PHONE_FALLBACK = "I recorded the Forklift Operator Licence, with contact by phone."
 
-    # Given a generated turn whose realizer has not answered, and a deadline already passed
+
+def stored_turn(stack: LocalStack, conversation_id: str, turn_id: int = 1) -> dict[str, Any]:
+    """The TURN item and its REPLY item as the table holds them, read without the API."""
+    items = {item["sk"]["S"]: item for item in stack.table_items() if item["pk"]["S"] == f"CONV#{conversation_id}"}
+    turn = items[f"TURN#{turn_id:06d}"]
+    reply = items.get(f"TURN#{turn_id:06d}#REPLY")
+    return {
+        "status": turn["status"]["S"],
+        "screen_bits": int(turn.get("screen_bits", {"N": "0"})["N"]),
+        "fallback_used": turn.get("fallback_used", {"BOOL": False})["BOOL"],
+        "reply": reply["reply"]["S"] if reply else None,
+    }
+
+
+def test_deadline_holds_with_the_realizer_stopped_and_no_reader(stack: LocalStack) -> None:
+    from dialogue.actions import Screen
+
+    # Given a generated turn, dispatched, with the realizer stopped and nobody reading the turn
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
-    monkeypatch.setenv("REPLY_DEADLINE_SECONDS", "0")
-    reset_caches()
-    # When the turn is read
+    assert stack.run_dispatch() == 1
+    # Before the deadline the screen function has nothing to do and the turn stays pending
+    assert stack.run_screen_function() == 0
+    stack.advance(DEADLINE_SECONDS - 5)
+    assert stack.run_screen_function() == 0
+    assert stored_turn(stack, conversation_id)["status"] == "pending"
+    # When the deadline passes, the screen function alone stores the fixed fallback
+    stack.advance(5)
+    assert stack.run_screen_function() == 1
+    assert stored_turn(stack, conversation_id) == {
+        "status": "final",
+        "screen_bits": Screen.DEADLINE.bit,
+        "fallback_used": True,
+        "reply": FORKLIFT_BY_PHONE_FALLBACK,
+    }
+    assert stack.pending_turns() == []
+    assert any('"DeadlineFallbacks"' in line for line in stack.log_lines)
+    # And the API shows it as such
     detail = turn_detail(stack, conversation_id)
-    # Then it is final with the fixed fallback, marked as past its deadline
-    fallback = "I recorded the Forklift Operator Licence, with contact by phone."
-    assert (detail["status"], detail["reply"], detail["screens_fired"], detail["fallback_used"]) == (
+    assert (detail["status"], detail["reply"], detail["screens_fired"]) == (
         "final",
-        fallback,
+        FORKLIFT_BY_PHONE_FALLBACK,
         ["deadline"],
-        True,
     )
     assert (detail["reply_screen"], detail["human_review"]) == ("not applicable", "not applicable")
-    # And a realization that arrives late is screened but does not overwrite what was shown
+
+
+def test_a_late_realization_does_not_overwrite_the_deadline_fallback(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
+    stack.run_dispatch()
+    stack.advance(DEADLINE_SECONDS)
+    assert stack.run_screen_function() == 1  # the deadline, before the realizer ran
+    # When the realizer answers late
     stack.drain()
-    assert turn_detail(stack, conversation_id)["reply"] == fallback
-    assert turn_detail(stack, conversation_id)["screens_fired"] == ["deadline"]
+    assert stack.realized_replies(), "the realizer did answer"
+    detail = turn_detail(stack, conversation_id)
+    assert (detail["reply"], detail["screens_fired"]) == (FORKLIFT_BY_PHONE_FALLBACK, ["deadline"])
+    assert any('"DuplicateRepliesIgnored"' in line for line in stack.log_lines)
+
+
+def test_a_deadline_after_the_reply_changes_nothing(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
+    stack.drain()
+    before = stored_turn(stack, conversation_id)
+    assert before["status"] == "final"
+    stack.advance(DEADLINE_SECONDS)
+    assert stack.run_screen_function() == 1
+    assert stored_turn(stack, conversation_id) == before
+    assert any('"DeadlinesMet"' in line for line in stack.log_lines)
+
+
+def test_reading_a_turn_never_writes_and_counts_one_stuck_past_its_deadline(stack: LocalStack, monkeypatch) -> None:
+    import turn_api
+
+    # Given a generated turn whose deadline message never ran, read ten minutes later
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
+    later = turn_api._now() + timedelta(minutes=10)
+    monkeypatch.setattr(turn_api, "_now", lambda: later)
+    before = stack.table_items()
+    # Then the read shows it pending, writes nothing, and counts it for the alarm
+    detail = turn_detail(stack, conversation_id)
+    assert (detail["status"], detail["reply"]) == ("pending", None)
+    assert stack.table_items() == before
+    assert any('"TurnsPendingPastDeadline"' in line for line in stack.log_lines)
 
 
 def test_before_the_deadline_a_turn_stays_pending(stack: LocalStack) -> None:

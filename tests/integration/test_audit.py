@@ -56,9 +56,12 @@ def sentinels(text: str) -> list[str]:
     return [word.strip(".,:;'()<>") for word in text.split() if "sentinel" in word.lower()]
 
 
-def assert_no_user_text(files: dict[str, list[str]], utterances: list[str]) -> None:
+def assert_no_user_text(files: dict[str, list[str]], utterances: list[str], rows: list[str]) -> None:
     assert set(files) == {"dynamodb_items.jsonl", "sqs_messages.jsonl", "log_lines.jsonl"}
-    assert all(files.values()), "each audit file holds records"
+    assert files["dynamodb_items.jsonl"] and files["log_lines.jsonl"], "every run keeps items and log lines"
+    # Messages are sent for generated turns only: a draw of fixed actions alone ("parking?") sends none.
+    generated = any(json.loads(row)["reply_source"] == "model" for row in rows)
+    assert bool(files["sqs_messages.jsonl"]) is generated, "SQS messages exactly when a turn was generated"
     for utterance in utterances:
         markers = sentinels(utterance) or [utterance]
         for name, lines in files.items():
@@ -71,7 +74,8 @@ def assert_no_user_text(files: dict[str, list[str]], utterances: list[str]) -> N
 def test_handwritten_payloads_leave_no_trace(tmp_path: Path) -> None:
     files, rows = run_audit(tmp_path, HANDWRITTEN)
     assert len(rows) == len(HANDWRITTEN)
-    assert_no_user_text(files, HANDWRITTEN)
+    assert any(json.loads(row)["reply_source"] == "model" for row in rows)
+    assert_no_user_text(files, HANDWRITTEN, rows)
     assert not any("555-0100" in line for lines in files.values() for line in lines)
     assert not any("jndi" in line or "<script>" in line for lines in files.values() for line in lines)
 
@@ -82,6 +86,6 @@ def test_generated_utterances_leave_no_trace(tmp_path_factory, pairs: list[tuple
     utterances = [f"{marker} {words}".strip() for marker, words in pairs]
     files, rows = run_audit(tmp_path_factory.mktemp("audit"), utterances)
     assert len(rows) == len(utterances)
-    assert_no_user_text(files, utterances)
+    assert_no_user_text(files, utterances, rows)
     for row in map(json.loads, rows):
         assert not any(marker.lower() in json.dumps(row).lower() for marker, _ in pairs)

@@ -2,9 +2,9 @@
 
 The files are what `sam local invoke -e events/<file> --env-vars events/env.json` sends. Docker is not
 here, so the handlers run in this process against the local stack's table and queues, in the order
-the deploy guide gives: seed the conversation, turns 1 to 7, the screen events, then the reads and the
-bad requests. env.json's placeholders are filled from the local stack as the guide fills them from the
-stack outputs.
+the deploy guide gives: seed the conversation, turns 1 to 7, the stream event that dispatches turn 1,
+the screen events, the deadline event, then the reads and the bad requests. env.json's placeholders
+are filled from the local stack as the guide fills them from the stack outputs.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 DEPLOY_GUIDE = ROOT / "docs" / "DEPLOY.md"
 IDEMPOTENCY_TABLE = IDEMPOTENCY_TABLE_NAME  # the local stack creates it, as the template does
-FUNCTION_OF_PREFIX = {"api-": "TurnApiFunction", "sqs-": "ScreenReplyFunction"}
+FUNCTION_OF_PREFIX = {"api-": "TurnApiFunction", "stream-": "DispatchTurnFunction", "sqs-": "ScreenReplyFunction"}
 
 
 def _load_generator() -> ModuleType:
@@ -62,9 +62,11 @@ REFUSED_REQUESTS = {
 SEQUENCE = (
     "seed-conversation.json",
     *TURN_OUTCOMES,
+    "stream-dispatch-turn-1.json",
     "sqs-screen-clean.json",
     "sqs-screen-tripped.json",
     "sqs-screen-bad-record.json",
+    "sqs-screen-deadline.json",
     "api-get-turn.json",
     "api-get-conversation.json",
     "api-create-conversation.json",
@@ -91,6 +93,7 @@ class Deployment:
             "ConversationTableName": TABLE_NAME,
             "IdempotencyTableName": IDEMPOTENCY_TABLE,
             "RealizeQueueUrl": stack.realize_queue.url,
+            "ScreenQueueUrl": stack.screen_queue.url,
         }
         self.environment = {
             function: {name: fill_placeholder(value, outputs) for name, value in variables.items()}
@@ -117,6 +120,14 @@ class Deployment:
         text = result.get("body") or ""
         return int(result["statusCode"]), json.loads(text) if text else None, text
 
+    def stream(self, name: str) -> dict[str, Any]:
+        import dispatch_turn
+
+        assert function_for(name) == "DispatchTurnFunction"
+        result: dict[str, Any] = dict(dispatch_turn.lambda_handler(load(name), FakeLambdaContext("dispatch_turn")))
+        self.used.append(name)
+        return result
+
     def sqs(self, name: str) -> dict[str, Any]:
         import screen_reply
 
@@ -132,11 +143,9 @@ class Deployment:
         item: dict[str, Any] = self.stack.dynamodb.get_item(TableName=TABLE_NAME, Key=key)["Item"]
         return item
 
-    def realize_jobs_waiting(self) -> int:
-        attributes = self.stack.sqs.get_queue_attributes(
-            QueueUrl=self.stack.realize_queue.url, AttributeNames=["ApproximateNumberOfMessages"]
-        )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"])
+    def messages_waiting(self, queue_url: str, attribute: str = "ApproximateNumberOfMessages") -> int:
+        attributes = self.stack.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[attribute])
+        return int(attributes["Attributes"][attribute])
 
 
 def fill_placeholder(value: str, outputs: dict[str, str]) -> str:
@@ -170,7 +179,7 @@ def test_env_json_names_each_function_and_only_its_declared_variables() -> None:
     assert template is not None and not matches
     global_variables = template["Globals"]["Function"]["Environment"]["Variables"]
     env = load("env.json")
-    assert set(env) == {"TurnApiFunction", "ScreenReplyFunction"}
+    assert set(env) == {"TurnApiFunction", "DispatchTurnFunction", "ScreenReplyFunction"}
     for function, variables in env.items():
         properties = template["Resources"][function]["Properties"]
         declared = {*global_variables, *properties.get("Environment", {}).get("Variables", {})}
@@ -191,7 +200,7 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     deployment.seed("seed-conversation.json")
 
     # When each turn event is sent in order, then each gives its action: fixed text at once (200)
-    # or accepted for wording (202, a RealizeJob on the realize queue and no reply yet).
+    # or accepted for wording (202, no reply yet). The turn API sends no message: the stream does.
     for turn_id, (name, (status, action, source, turn_status)) in enumerate(TURN_OUTCOMES.items(), start=1):
         code, body, _ = deployment.api(name)
         assert code == status, (name, body)
@@ -203,7 +212,14 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
             turn_status,
         )
         assert ("reply" in body) == (source == "fixed"), name
-    assert deployment.realize_jobs_waiting() == 4
+    assert deployment.messages_waiting(deployment.stack.realize_queue.url) == 0
+
+    # The stream event of turn 1's insert: its RealizeJob is queued, and its deadline sent to the screen
+    # queue (at once: the sample turn is older than its deadline; a new one's waits out the deadline).
+    assert deployment.stream("stream-dispatch-turn-1.json") == {"batchItemFailures": []}
+    assert deployment.messages_waiting(deployment.stack.realize_queue.url) == 1
+    (deadline,) = deployment.stack.sqs.receive_message(QueueUrl=deployment.stack.screen_queue.url)["Messages"]
+    assert json.loads(deadline["Body"])["kind"] == "deadline"
 
     # A clean realized reply: no failed record; turn 6 is final with the reply shown, not flagged.
     assert deployment.sqs("sqs-screen-clean.json") == {"batchItemFailures": []}
@@ -231,6 +247,13 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     bad_id = batch["Records"][1]["messageId"]
     assert deployment.sqs("sqs-screen-bad-record.json") == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
     assert deployment.turn_item(5)["status"] == {"S": "final"}
+
+    # Turn 1's deadline, with no reply realized: the fixed fallback is stored, marked by the deadline bit.
+    assert deployment.turn_item(1)["status"] == {"S": "pending"}
+    assert deployment.sqs("sqs-screen-deadline.json") == {"batchItemFailures": []}
+    item = deployment.turn_item(1)
+    assert (item["status"], item["fallback_used"]) == ({"S": "final"}, {"BOOL": True})
+    assert int(item["screen_bits"]["N"]) == Screen.DEADLINE.bit
 
     # Reads: the screened reply of turn 6, and the conversation's slots after seven turns.
     code, body, _ = deployment.api("api-get-turn.json")

@@ -9,19 +9,15 @@ leaking, so such pieces are set aside.
 
 from __future__ import annotations
 
-import itertools
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from devstack.audit import approved_wording
 from devstack.replay import replay_conversation
 from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
-from dialogue.actions import Action
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
-from dialogue.replies import fixed_reply
-from dialogue.state import DialogueState
 
 PIECE = 12
 PACK_DIR = Path(__file__).resolve().parents[2] / "data" / "riverton"
@@ -45,13 +41,7 @@ def pieces(text: str) -> set[str]:
 
 def approved_text(pack: DomainPack) -> str:
     """The pack's files and every fixed text it can render: wording the system, not the user, wrote."""
-    domain = json.dumps(tomllib.loads((PACK_DIR / "domain.toml").read_text()))
-    rendered = [
-        fixed_reply(action, DialogueState(slots=dict(zip(pack.frame.slot_names, values, strict=True))), pack)
-        for action in Action
-        for values in itertools.product(*(slot.values for slot in pack.frame.slots))
-    ]
-    return "\n".join([domain, (PACK_DIR / "handbook.csv").read_text(), *rendered]).lower()
+    return approved_wording(PACK_DIR)
 
 
 def everything_kept(stack: LocalStack) -> dict[str, list[str]]:

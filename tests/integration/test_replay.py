@@ -112,6 +112,8 @@ def test_refused_turn_leaves_the_stored_state_unchanged(stack: LocalStack) -> No
 def test_realize_job_on_the_queue_is_the_contract(stack: LocalStack) -> None:
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "forklift please, by phone"})
+    assert not stack.sent_messages, "the turn API sends nothing: the table's stream carries the turn on"
+    stack.run_dispatch()
     (sent,) = [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
     job = json.loads(sent["body"])
     assert set(job) == {

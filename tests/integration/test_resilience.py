@@ -55,6 +55,7 @@ def test_idempotent_generated_turn_is_queued_once(stack: LocalStack) -> None:
     for _ in range(3):
         answer = stack.call_api("POST", path, {"text": "Forklift by email"}, headers={"Idempotency-Key": "abc"})
         assert (answer.status, answer.body["turn_id"], answer.body["action"]) == (202, 1, "confirm")
+    stack.run_dispatch()
     jobs = [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
     assert len(jobs) == 1
 
@@ -157,6 +158,7 @@ def test_every_message_delivered_three_times_gives_one_reply_per_turn(stack: Loc
     path = f"/conversations/{conversation_id}/turns"
     for text in ("I want the Data Support Certificate.", "Email is best.", "When does it meet?"):
         stack.call_api("POST", path, {"text": text})
+    stack.run_dispatch()
     # Every RealizeJob delivered three times
     jobs = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
     for body in jobs * 2:
@@ -164,7 +166,7 @@ def test_every_message_delivered_three_times_gives_one_reply_per_turn(stack: Loc
     while stack.realizer.poll_once():
         pass
     # and every RealizedReply delivered three times
-    replies = [m["body"] for m in stack.sent_messages if m["queue_url"] == stack.screen_queue.url]
+    replies = [reply.model_dump_json() for reply in stack.realized_replies().values()]
     for body in replies * 2:
         stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody=body)
     stack.drain()
@@ -185,6 +187,7 @@ def test_poison_reply_reaches_the_dlq_and_the_rest_of_its_batch_succeeds(stack: 
     stack.sqs.set_queue_attributes(QueueUrl=stack.screen_queue.url, Attributes={"VisibilityTimeout": "0"})
     conversation_id = new_conversation(stack)
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Can I have the forklift course?"})
+    stack.run_dispatch()
     stack.run_realizer()
     stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody='{"not": "a reply"}')
     # When the screen function has seen the poison message maxReceiveCount times

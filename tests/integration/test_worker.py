@@ -232,11 +232,14 @@ def test_only_answered_messages_are_deleted(sqs: Any, pack: DomainPack, monkeypa
 
     monkeypatch.setattr(sqs, "send_message_batch", send_all_but_one)
     deletes = record_calls(sqs, "DeleteMessageBatch")
+    released = record_calls(sqs, "ChangeMessageVisibilityBatch")
     worker = make_worker(sqs, queues, FakeEngine())
 
     assert worker.poll_once() == 2
     assert counts(sqs, queues.realize) == (0, 2)
     assert sum(len(call["Entries"]) for call in deletes) == 2
+    # The refused job's two messages go back for a retry in seconds.
+    assert [entry["VisibilityTimeout"] for call in released for entry in call["Entries"]] == [5, 5]
     replies = [RealizedReply.model_validate_json(body) for body in drain(sqs, queues.screen)]
     assert sorted(reply.job.job_id for reply in replies) == sorted([jobs[0].job_id, jobs[2].job_id])
 
@@ -275,12 +278,15 @@ def test_engine_exception_deletes_nothing(sqs: Any, pack: DomainPack, caplog: py
     jobs = [make_job(pack) for _ in range(3)]
     send_jobs(sqs, queues.realize, jobs)
     deletes = record_calls(sqs, "DeleteMessageBatch")
+    released = record_calls(sqs, "ChangeMessageVisibilityBatch")
     worker = make_worker(sqs, queues, FakeEngine(error=RuntimeError(f"CUDA error near {BODY_MARKER}")))
 
     with caplog.at_level(logging.INFO, logger="realizer"):
         assert worker.poll_once() == 0
 
     assert deletes == []
+    # Handed back for a retry in seconds, not after the queue's visibility timeout.
+    assert [entry["VisibilityTimeout"] for call in released for entry in call["Entries"]] == [5, 5, 5]
     assert worker.last_cycle_ok is False
     assert counts(sqs, queues.realize) == (0, 3)
     assert counts(sqs, queues.screen) == (0, 0)

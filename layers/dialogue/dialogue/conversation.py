@@ -1,22 +1,23 @@
-"""The turn logic: understand → update state → choose action → retain → queue for wording.
+"""The turn logic: understand → update state → choose action → retain.
 
-The user's text enters `take_turn`, is read by `understand`, and goes no further.
+The user's text enters `take_turn`, is read by `understand`, and goes no further. The turn is one
+DynamoDB transaction; a generated turn goes on to be worded from the table's stream
+(dialogue.dispatch), and its screened reply or deadline fallback is stored by the screen function.
+Reading a turn never writes.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
-from dialogue.errors import ConversationNotFound, TurnLimitReached, TurnNotFound
+from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
+from dialogue.errors import ConversationNotFound, StoreUnavailable, TurnLimitReached, TurnNotFound
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state
-from dialogue.queues import RealizeJobPublisher
-from dialogue.realize import build_realize_job
-from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
+from dialogue.records import ConversationRecord, TurnRecord
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 from dialogue.store import ConversationStore
@@ -62,12 +63,16 @@ def take_turn(
     text: str,
     *,
     store: ConversationStore,
-    publisher: RealizeJobPublisher,
     pack: DomainPack,
     now: datetime,
     max_turns: int,
+    request_key: str | None = None,
 ) -> TurnView:
-    """Apply one user turn. Fixed actions come back final with their reply; generated ones pending."""
+    """Apply one user turn. Fixed actions come back final with their reply; generated ones pending.
+
+    With a `request_key` (the client's idempotency key), a key this conversation already used gets
+    the turn it made, as that turn stands now, and nothing new is written.
+    """
     before = load_conversation(store, conversation_id)
     if before.turn_count >= max_turns:
         raise TurnLimitReached()
@@ -89,50 +94,31 @@ def take_turn(
         created_at=now,
         finalized_at=None if uses_model else now,
     )
-    store.commit_turn(before, state, turn)
-    if not uses_model:
-        return TurnView(turn=turn, reply=fixed_reply(action, state, pack))
-    publisher.publish(
-        build_realize_job(
-            conversation_id=conversation_id, turn_id=turn.turn_id, state=state, action=action, pack=pack, now=now
-        )
-    )
-    return TurnView(turn=turn, reply=None)
+    answered_by = store.commit_turn(before, state, turn, request_key=request_key)
+    if answered_by != turn.turn_id:
+        earlier = store.get_turn(conversation_id, answered_by)
+        if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer
+            raise StoreUnavailable()
+        turn = earlier
+    return TurnView(turn=turn, reply=_fixed_text(turn, pack))
 
 
-def view_turn(
-    store: ConversationStore,
-    pack: DomainPack,
-    conversation_id: UUID,
-    turn_id: int,
-    *,
-    now: datetime,
-    reply_deadline: timedelta,
-) -> TurnView:
-    """A stored turn with the reply to show: fixed text, or the screened reply once final.
+def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
+    """The reply of a fixed-text turn, rebuilt from its stored slots; None for a generated turn."""
+    if turn.reply_source is not ReplySource.FIXED:
+        return None
+    return fixed_reply(Action(turn.action), DialogueState.from_slots(pack.frame, turn.slots), pack)
 
-    A generated reply still pending past the deadline is finalized here with the fixed fallback, so
-    the user always gets a reply; a realization arriving later finds the turn final and is dropped.
-    """
+
+def view_turn(store: ConversationStore, pack: DomainPack, conversation_id: UUID, turn_id: int) -> TurnView:
+    """A stored turn with the reply to show: fixed text, or the screened reply once final. Never writes:
+    a pending turn is finalized by the screen function, with its reply or, at the deadline, the fallback."""
     load_conversation(store, conversation_id)
     turn = store.get_turn(conversation_id, turn_id)
     if turn is None:
         raise TurnNotFound()
-    if turn.status is TurnStatus.PENDING and now - turn.created_at >= reply_deadline:
-        state = DialogueState.from_slots(pack.frame, turn.slots)
-        outcome = ScreenOutcome(
-            screens_fired=(Screen.DEADLINE,),
-            fallback_used=True,
-            reply_screen=ReplyScreen.NOT_APPLICABLE,
-            human_review=HumanReview.NOT_APPLICABLE,
-            final_reply=fixed_reply(Action(turn.action), state, pack),
-        )
-        store.record_screened_reply(conversation_id, turn_id, outcome, now)
-        # Whether this call or a just-arrived realization finalized it, show what is stored now.
-        turn = store.get_turn(conversation_id, turn_id) or turn
     if turn.status is TurnStatus.PENDING:
         return TurnView(turn=turn, reply=None)
     if turn.reply_source is ReplySource.FIXED:
-        state = DialogueState.from_slots(pack.frame, turn.slots)
-        return TurnView(turn=turn, reply=fixed_reply(Action(turn.action), state, pack))
+        return TurnView(turn=turn, reply=_fixed_text(turn, pack))
     return TurnView(turn=turn, reply=store.get_reply(conversation_id, turn_id))

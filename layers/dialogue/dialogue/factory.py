@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import boto3
 
-from dialogue.queues import SqsRealizeJobPublisher
+from dialogue.queues import SqsDispatchQueues
 from dialogue.settings import get_settings
 from dialogue.store import DynamoConversationStore
 
@@ -23,9 +23,13 @@ def get_store() -> DynamoConversationStore:
 
 
 @lru_cache(maxsize=1)
-def get_publisher() -> SqsRealizeJobPublisher:
+def get_dispatch_queues() -> SqsDispatchQueues:
     settings = get_settings()
-    return SqsRealizeJobPublisher(boto3.client("sqs"), settings.realize_queue_url)
+    return SqsDispatchQueues(
+        boto3.client("sqs"),
+        realize_queue_url=settings.realize_queue_url,
+        screen_queue_url=settings.screen_queue_url,
+    )
 
 
 def reset_caches() -> None:
@@ -35,6 +39,6 @@ def reset_caches() -> None:
 
     idempotency.reset()
     get_store.cache_clear()
-    get_publisher.cache_clear()
+    get_dispatch_queues.cache_clear()
     get_settings.cache_clear()
     _cached_pack.cache_clear()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -59,7 +60,10 @@ def register_lambda_context(context: LambdaContext) -> None:
 @lru_cache(maxsize=1)
 def _idempotent_runner() -> Callable[..., Answer]:
     config = CONFIG
-    persistence = DynamoDBPersistenceLayer(table_name=get_settings().idempotency_table_name)
+    # A client of the default session, like the store's: one set of connections and settings per process.
+    persistence = DynamoDBPersistenceLayer(
+        table_name=get_settings().idempotency_table_name, boto3_client=boto3.client("dynamodb")
+    )
 
     def run(*, request_key: dict[str, str], produce: Callable[[], Answer]) -> Answer:
         return produce()

@@ -1,4 +1,5 @@
-"""The realize queue publisher: one RealizeJob message per generated turn."""
+"""The dispatch function's two queues: RealizeJobs to the realize queue, ReplyDeadlines (delayed) to
+the screen queue."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dialogue.errors import QueueUnavailable
-from dialogue.realize import RealizeJob
+from dialogue.realize import RealizeJob, ReplyDeadline
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -15,23 +16,33 @@ else:
     SQSClient = Any
 
 
-class RealizeJobPublisher(Protocol):
-    def publish(self, job: RealizeJob) -> None: ...
+class DispatchQueues(Protocol):
+    def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None: ...
+
+    def send_job(self, job: RealizeJob) -> None: ...
 
 
-class SqsRealizeJobPublisher:
-    """Sends RealizeJobs to the realize queue as JSON bodies."""
+class SqsDispatchQueues:
+    """Sends JSON bodies: jobs to the realize queue, deadlines to the screen queue with a delay."""
 
-    def __init__(self, client: SQSClient, queue_url: str) -> None:
+    def __init__(self, client: SQSClient, *, realize_queue_url: str, screen_queue_url: str) -> None:
         self._client = client
-        self._queue_url = queue_url
+        self._realize_queue_url = realize_queue_url
+        self._screen_queue_url = screen_queue_url
 
-    def publish(self, job: RealizeJob) -> None:
+    def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None:
+        self._send(self._screen_queue_url, deadline.model_dump_json(), "deadline", DelaySeconds=delay_seconds)
+
+    def send_job(self, job: RealizeJob) -> None:
+        self._send(self._realize_queue_url, job.model_dump_json(), str(job.action))
+
+    def _send(self, queue_url: str, body: str, kind: str, **options: Any) -> None:
         try:
             self._client.send_message(
-                QueueUrl=self._queue_url,
-                MessageBody=job.model_dump_json(),
-                MessageAttributes={"action": {"DataType": "String", "StringValue": str(job.action)}},
+                QueueUrl=queue_url,
+                MessageBody=body,
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
+                **options,
             )
         except (ClientError, BotoCoreError):
             raise QueueUnavailable() from None

@@ -1,8 +1,8 @@
 """Realization jobs: the messages a model words a reply from, built from state, action and facts only.
 
 `build_realizer_messages` cannot take user text: its inputs are the coarse state, the action and the
-handbook rows the pack approves for that action. RealizeJob and RealizedReply are the queue contracts
-between the turn API, the realizer container and the screen function.
+handbook rows the pack approves for that action. RealizeJob, RealizedReply and ReplyDeadline are the
+queue contracts between the dispatch function, the realizer container and the screen function.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
@@ -28,6 +28,16 @@ class ChatMessage(BaseModel):
     content: Annotated[str, Field(min_length=1, max_length=4000)]
 
 
+def _model_action(action: Action) -> Action:
+    if not action.uses_model:
+        raise ValueError("only request, confirm and inform actions are realized by a model")
+    return action
+
+
+ModelAction = Annotated[Action, AfterValidator(_model_action)]
+"""An action a model words: request, confirm or inform."""
+
+
 class RealizeJob(BaseModel):
     """One reply to word, as sent on the realize queue."""
 
@@ -36,19 +46,12 @@ class RealizeJob(BaseModel):
     job_id: Annotated[str, Field(pattern=r"^[0-9a-f-]{36}/[0-9]{1,6}$")]
     conversation_id: UUID
     turn_id: Annotated[int, Field(ge=1)]
-    action: Action
+    action: ModelAction
     slots: dict[str, str]
     fact_ids: tuple[str, ...]
     messages: tuple[ChatMessage, ...] = Field(min_length=2, max_length=2)
     max_new_tokens: Annotated[int, Field(ge=1, le=512)] = MAX_NEW_TOKENS
     created_at: datetime
-
-    @field_validator("action")
-    @classmethod
-    def _model_action(cls, action: Action) -> Action:
-        if not action.uses_model:
-            raise ValueError("only request, confirm and inform actions are realized by a model")
-        return action
 
 
 class RealizedReply(BaseModel):
@@ -67,6 +70,27 @@ class RealizedReply(BaseModel):
     hit_token_cap: bool
     failed: bool = False
     over_budget: bool = False
+
+
+class ReplyDeadline(BaseModel):
+    """A pending turn's reply deadline, as sent on the screen queue with an SQS delay.
+
+    When it arrives and the turn is still pending, the screen function stores the fixed fallback; a
+    turn already final (the usual case) is left as it is. It carries what the fallback is built from.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    kind: Literal["deadline"] = "deadline"
+    conversation_id: UUID
+    turn_id: Annotated[int, Field(ge=1)]
+    action: ModelAction
+    slots: dict[str, str]
+    due_at: datetime
+
+
+ScreenMessage = RealizedReply | ReplyDeadline
+"""What the screen queue carries: a worded reply to screen, or a deadline to enforce."""
 
 
 def job_id_for(conversation_id: UUID, turn_id: int) -> str:

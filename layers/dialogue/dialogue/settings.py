@@ -15,10 +15,12 @@ class Settings(BaseModel):
 
     table_name: Annotated[str, Field(min_length=3)]
     realize_queue_url: str = ""
+    screen_queue_url: str = ""
     idempotency_table_name: str = ""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
-    reply_deadline_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
+    # SQS delays a message 900 s at most, and the deadline message is delayed by the deadline.
+    reply_deadline_seconds: Annotated[int, Field(ge=0, le=900)] = 60
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
 
     @property
@@ -37,6 +39,7 @@ class Settings(BaseModel):
 _ENVIRONMENT = {
     "table_name": "TABLE_NAME",
     "realize_queue_url": "REALIZE_QUEUE_URL",
+    "screen_queue_url": "SCREEN_QUEUE_URL",
     "idempotency_table_name": "IDEMPOTENCY_TABLE_NAME",
     "retention_days": "RETENTION_DAYS",
     "reply_retention_hours": "REPLY_RETENTION_HOURS",

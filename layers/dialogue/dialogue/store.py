@@ -1,11 +1,18 @@
 """The DynamoDB store: one STATE item per conversation, one TURN item per turn, one REPLY item per
-generated reply. A turn is one transaction: the STATE put, conditional on the version read, and the
-TURN put, conditional on the turn being new. Items hold slots, actions, flags and timestamps.
+generated reply, and one REQUEST item per idempotency key a client used.
+
+A turn is one transaction, the turn API's only write: the STATE put, conditional on the version
+read; the TURN put, conditional on the turn being new; and, when the client sent an idempotency key,
+a REQUEST item naming the turn, conditional on the key being unused. A retry whose first attempt
+committed (however the client lost the answer) meets the REQUEST item and gets that turn, never a
+second one. A pending TURN reaches the realize queue through the table's stream (the outbox:
+dialogue.dispatch). Items hold slots, actions, flags, timestamps and a hash of each key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -24,6 +31,14 @@ else:
     DynamoDBClient = Any
 
 STATE_SK = "STATE"
+TURN_PREFIX = "TURN#"
+REQUEST_PREFIX = "REQUEST#"
+REQUEST_LIFETIME = timedelta(hours=24)
+"""How long a REQUEST item keeps a key's turn: as long as the idempotency records live."""
+
+# The reasons DynamoDB gives for a cancelled transaction, one per item in order ("None": that item was fine).
+CONDITION_FAILED = "ConditionalCheckFailed"
+TRANSACTION_CONFLICT = "TransactionConflict"
 
 
 class ConversationStore(Protocol):
@@ -31,7 +46,9 @@ class ConversationStore(Protocol):
 
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None: ...
 
-    def commit_turn(self, before: ConversationRecord, after: DialogueState, turn: TurnRecord) -> None: ...
+    def commit_turn(
+        self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
+    ) -> int: ...
 
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None: ...
 
@@ -47,11 +64,26 @@ def partition_key(conversation_id: UUID) -> str:
 
 
 def turn_sort_key(turn_id: int) -> str:
-    return f"TURN#{turn_id:06d}"
+    return f"{TURN_PREFIX}{turn_id:06d}"
 
 
 def reply_sort_key(turn_id: int) -> str:
     return f"{turn_sort_key(turn_id)}#REPLY"
+
+
+def request_sort_key(request_key: str) -> str:
+    """The REQUEST item's sort key for a client's idempotency key: a hash, so the key is not kept."""
+    return REQUEST_PREFIX + hashlib.sha256(request_key.encode()).hexdigest()[:32]
+
+
+def cancellation_codes(error: ClientError) -> list[str]:
+    """Why DynamoDB cancelled a transaction: one code per item, in order."""
+    reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
+    return [str(reason.get("Code", "None")) for reason in reasons]
+
+
+def _code_at(codes: Sequence[str], index: int) -> str:
+    return codes[index] if index < len(codes) else "None"
 
 
 def _epoch(moment: datetime) -> int:
@@ -60,6 +92,34 @@ def _epoch(moment: datetime) -> int:
 
 def _moment(epoch: Any) -> datetime:
     return datetime.fromtimestamp(int(epoch), UTC)
+
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def turn_from_item(item: Mapping[str, Any]) -> TurnRecord:
+    """A TURN item, in DynamoDB JSON as GetItem or the table's stream gives it, as a TurnRecord."""
+    plain = {key: _deserializer.deserialize(value) for key, value in item.items()}
+    sort_key = str(plain.pop("sk", ""))
+    number = sort_key.removeprefix(TURN_PREFIX)
+    if not sort_key.startswith(TURN_PREFIX) or not number.isdigit():
+        raise ValueError("the item is not a TURN item")
+    conversation_id = UUID(str(plain.pop("pk", "")).removeprefix("CONV#"))
+    plain.pop("expires_at", None)
+    created = plain.pop("created_at")
+    finalized = plain.pop("finalized_at", None)
+    fired = screens_from_bits(int(plain.pop("screen_bits", 0)))
+    return TurnRecord.model_validate(
+        {
+            **plain,
+            "screens_fired": fired,
+            "conversation_id": conversation_id,
+            "turn_id": int(number),
+            "created_at": _moment(created),
+            "finalized_at": _moment(finalized) if finalized is not None else None,
+        }
+    )
 
 
 class DynamoConversationStore:
@@ -77,16 +137,16 @@ class DynamoConversationStore:
         self._table = table_name
         self._retention = retention
         self._reply_retention = reply_retention
-        self._serializer = TypeSerializer()
-        self._deserializer = TypeDeserializer()
 
     # --- mapping between records and items -------------------------------------------------------
 
-    def _item(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: self._serializer.serialize(value) for key, value in values.items() if value is not None}
+    @staticmethod
+    def _item(values: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
 
-    def _plain(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: self._deserializer.deserialize(value) for key, value in item.items()}
+    @staticmethod
+    def _plain(item: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: _deserializer.deserialize(value) for key, value in item.items()}
 
     def _state_item(self, record: ConversationRecord) -> dict[str, Any]:
         return self._item(
@@ -103,7 +163,7 @@ class DynamoConversationStore:
             }
         )
 
-    def _turn_item(self, turn: TurnRecord) -> dict[str, Any]:
+    def turn_item(self, turn: TurnRecord) -> dict[str, Any]:
         """The TURN item, kept small: the ids live only in the keys, the times as epoch seconds and the
         screens that fired as one number (`screen_bits`, a bit per screen)."""
         values = turn.model_dump(
@@ -118,6 +178,16 @@ class DynamoConversationStore:
                 "created_at": _epoch(turn.created_at),
                 "finalized_at": _epoch(turn.finalized_at) if turn.finalized_at else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
+            }
+        )
+
+    def _request_item(self, turn: TurnRecord, request_key: str) -> dict[str, Any]:
+        return self._item(
+            {
+                "pk": partition_key(turn.conversation_id),
+                "sk": request_sort_key(request_key),
+                "turn_id": turn.turn_id,
+                "expires_at": _epoch(turn.created_at + REQUEST_LIFETIME),
             }
         )
 
@@ -150,7 +220,17 @@ class DynamoConversationStore:
             updated_at=plain["updated_at"],
         )
 
-    def commit_turn(self, before: ConversationRecord, after: DialogueState, turn: TurnRecord) -> None:
+    def commit_turn(
+        self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
+    ) -> int:
+        """Write the turn and the new state in one transaction; return the id of the turn that answers it.
+
+        That is `turn.turn_id`, unless `request_key` was already used in this conversation: then
+        nothing is written and the id is that of the turn the key made first. Raises
+        ConcurrentTurnConflict when another turn changed the state first, and StoreUnavailable when
+        DynamoDB failed or its answer was lost (then the turn may be stored: a retry with the same key
+        finds it).
+        """
         updated = before.model_copy(
             update={
                 "state": after,
@@ -159,33 +239,59 @@ class DynamoConversationStore:
                 "updated_at": turn.created_at,
             }
         )
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": self._state_item(updated),
-                            "ConditionExpression": "#version = :expected",
-                            "ExpressionAttributeNames": {"#version": "version"},
-                            "ExpressionAttributeValues": {":expected": {"N": str(before.version)}},
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": self._turn_item(turn),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": self._state_item(updated),
+                    "ConditionExpression": "#version = :expected",
+                    "ExpressionAttributeNames": {"#version": "version"},
+                    "ExpressionAttributeValues": {":expected": {"N": str(before.version)}},
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": self.turn_item(turn),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ]
+        if request_key is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": self._request_item(turn, request_key),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
             )
+        try:
+            self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as error:
-            if error.response["Error"]["Code"] == "TransactionCanceledException":
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise StoreUnavailable() from None
+            codes = cancellation_codes(error)
+            if request_key is not None and _code_at(codes, 2) == CONDITION_FAILED:
+                return self._turn_of_request(turn.conversation_id, request_key)
+            if _code_at(codes, 0) == CONDITION_FAILED or TRANSACTION_CONFLICT in codes:
                 raise ConcurrentTurnConflict() from None
             raise StoreUnavailable() from None
         except BotoCoreError:
             raise StoreUnavailable() from None
+        return turn.turn_id
+
+    def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
+        response = self._call(
+            "get_item",
+            TableName=self._table,
+            Key=self._item({"pk": partition_key(conversation_id), "sk": request_sort_key(request_key)}),
+            ConsistentRead=True,
+        )
+        if "Item" not in response:  # expired between the write and this read: the client may send it again
+            raise ConcurrentTurnConflict()
+        return int(self._plain(response["Item"])["turn_id"])
 
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None:
         response = self._call(
@@ -196,22 +302,7 @@ class DynamoConversationStore:
         )
         if "Item" not in response:
             return None
-        plain = self._plain(response["Item"])
-        for key in ("pk", "sk", "expires_at"):
-            plain.pop(key, None)
-        created = plain.pop("created_at")
-        finalized = plain.pop("finalized_at", None)
-        fired = screens_from_bits(int(plain.pop("screen_bits", 0)))
-        return TurnRecord.model_validate(
-            {
-                **plain,
-                "screens_fired": fired,
-                "conversation_id": conversation_id,
-                "turn_id": turn_id,
-                "created_at": _moment(created),
-                "finalized_at": _moment(finalized) if finalized is not None else None,
-            }
-        )
+        return turn_from_item(response["Item"])
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None:
         response = self._call(
@@ -227,7 +318,10 @@ class DynamoConversationStore:
     def record_screened_reply(self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime) -> bool:
         """Finalize a pending turn with its screen flags and the reply to show.
 
-        Returns False, writing nothing, when the turn was already final (a duplicate delivery).
+        Returns False, writing nothing, when the turn is not pending: already final (a duplicate, or a
+        reply that came after the deadline's fallback), or gone. Raises StoreUnavailable when nothing
+        was written for any other reason (a conflicting transaction, throttling, an error, a lost
+        answer), so the caller fails the message and the queue delivers it again.
         """
         key = self._item({"pk": partition_key(conversation_id), "sk": turn_sort_key(turn_id)})
         reply_item = self._item(
@@ -275,7 +369,8 @@ class DynamoConversationStore:
                 ]
             )
         except ClientError as error:
-            if error.response["Error"]["Code"] == "TransactionCanceledException":
+            cancelled = error.response["Error"]["Code"] == "TransactionCanceledException"
+            if cancelled and CONDITION_FAILED in cancellation_codes(error):
                 return False
             raise StoreUnavailable() from None
         except BotoCoreError:

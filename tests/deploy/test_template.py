@@ -17,21 +17,33 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
 FUNCTIONS = {
     "TurnApiFunction": {"CodeUri": "functions/turn_api/", "Handler": "turn_api.lambda_handler"},
+    "DispatchTurnFunction": {"CodeUri": "functions/dispatch_turn/", "Handler": "dispatch_turn.lambda_handler"},
     "ScreenReplyFunction": {"CodeUri": "functions/screen_reply/", "Handler": "screen_reply.lambda_handler"},
 }
-SERVICE_NAMES = {"TurnApiFunction": "turn_api", "ScreenReplyFunction": "screen_reply"}
+SERVICE_NAMES = {
+    "TurnApiFunction": "turn_api",
+    "DispatchTurnFunction": "dispatch_turn",
+    "ScreenReplyFunction": "screen_reply",
+}
 REQUIRED_ENV = {
     "TurnApiFunction": {
         "TABLE_NAME",
-        "REALIZE_QUEUE_URL",
         "IDEMPOTENCY_TABLE_NAME",
         "DOMAIN_PACK_DIR",
         "RETENTION_DAYS",
+        "REPLY_DEADLINE_SECONDS",
+        "LOG_LEVEL",
+    },
+    "DispatchTurnFunction": {
+        "TABLE_NAME",
+        "REALIZE_QUEUE_URL",
+        "SCREEN_QUEUE_URL",
+        "DOMAIN_PACK_DIR",
         "REPLY_DEADLINE_SECONDS",
         "LOG_LEVEL",
     },
@@ -52,6 +64,8 @@ SCOPED_POLICY_TEMPLATES = {
     "SQSPollerPolicy",
 }
 DEAD_LETTER_RETENTION_S = 14 * 24 * 3600
+# Queues that hold what an event source mapping gave up on (its OnFailure destination), not work.
+FAILURE_DESTINATIONS = {"DispatchFailureQueue"}
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +144,7 @@ def test_cfn_lint_passes() -> None:
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_function_runs_python312_with_the_dialogue_layer(template: dict[str, Any], name: str) -> None:
-    """Both functions keep their fixed code location and handler, run python3.12 and use the layer."""
+    """Every function keeps its fixed code location and handler, runs python3.12 and uses the layer."""
     props = function_properties(template, name)
     assert props["CodeUri"] == FUNCTIONS[name]["CodeUri"]
     assert props["Handler"] == FUNCTIONS[name]["Handler"]
@@ -181,7 +195,7 @@ def test_every_work_queue_redrives_to_a_dead_letter_queue(template: dict[str, An
         if "RedrivePolicy" in queue.get("Properties", {})
     }
     dead_letter_queues = {referenced_id(policy["deadLetterTargetArn"]) for policy in redrives.values()}
-    work_queues = set(queues) - dead_letter_queues
+    work_queues = set(queues) - dead_letter_queues - FAILURE_DESTINATIONS
     assert work_queues == {"RealizeQueue", "ScreenQueue"}
     for name in work_queues:
         assert name in redrives, f"{name} has no RedrivePolicy"
@@ -193,7 +207,7 @@ def test_every_work_queue_redrives_to_a_dead_letter_queue(template: dict[str, An
 
 def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any]) -> None:
     """Poison messages stay long enough to be inspected and redriven."""
-    for name in ("RealizeDeadLetterQueue", "ScreenDeadLetterQueue"):
+    for name in ("RealizeDeadLetterQueue", "ScreenDeadLetterQueue", *FAILURE_DESTINATIONS):
         assert template["Resources"][name]["Properties"]["MessageRetentionPeriod"] == DEAD_LETTER_RETENTION_S
 
 
@@ -274,6 +288,12 @@ KNOWN_METRICS = {
         "ApproximateAgeOfOldestMessage",
     },
     "ECS/ContainerInsights": {"RunningTaskCount", "DesiredTaskCount"},
+    # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code.
+    "EnrollmentDesk": {
+        name
+        for path in (ROOT / "functions").rglob("*.py")
+        for name in re.findall(r'add_metric\(name="(\w+)"', path.read_text())
+    },
 }
 DYNAMODB_ACTIONS = {
     "get_item": "dynamodb:GetItem",
@@ -298,6 +318,7 @@ REQUIRED_OUTPUTS = {
     "ScreenQueueUrl",
     "RealizeDeadLetterQueueUrl",
     "ScreenDeadLetterQueueUrl",
+    "DispatchFailureQueueUrl",
     "RealizerClusterName",
 }
 
@@ -350,11 +371,11 @@ def test_every_function_runs_the_lambda_runtime(template: dict[str, Any]) -> Non
         assert function_properties(template, name)["Runtime"] == LAMBDA_RUNTIME, name
 
 
-def test_every_sqs_event_source_reports_partial_batch_failures(template: dict[str, Any]) -> None:
-    """A failed record is retried alone: every SQS event source has ReportBatchItemFailures."""
+def test_every_queue_and_stream_event_source_reports_partial_batch_failures(template: dict[str, Any]) -> None:
+    """A failed record is retried alone: every SQS and stream event source has ReportBatchItemFailures."""
     for name in FUNCTIONS:
         for event_id, event in function_properties(template, name).get("Events", {}).items():
-            if event["Type"] == "SQS":
+            if event["Type"] in ("SQS", "DynamoDB"):
                 assert event["Properties"].get("FunctionResponseTypes") == ["ReportBatchItemFailures"], event_id
     assert not resources_of_type(template, "AWS::Lambda::EventSourceMapping")
 
@@ -375,12 +396,64 @@ def test_every_queue_is_encrypted(template: dict[str, Any]) -> None:
         assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props, name
 
 
-def test_realize_queue_fits_the_worker(template: dict[str, Any]) -> None:
-    """The realizer long-polls 20 s and stops within its StopTimeout; a message it holds stays hidden
-    through a stop, and the worker extends the visibility of a batch it is still working on."""
+def test_realize_queue_fits_the_worker_and_the_deadline(template: dict[str, Any]) -> None:
+    """The realizer long-polls 20 s. A job whose worker died comes back after the visibility timeout,
+    at most half the default reply deadline, so another worker can still answer it in time; a worker
+    extends the jobs it is still working on every half timeout (its heartbeat), through a stop too."""
     props = template["Resources"]["RealizeQueue"]["Properties"]
     assert props["ReceiveMessageWaitTimeSeconds"] == 20
-    assert props["VisibilityTimeout"] >= 2 * realizer_container(template)["StopTimeout"]
+    assert 2 * props["VisibilityTimeout"] <= template["Parameters"]["ReplyDeadlineSeconds"]["Default"]
+
+
+def test_devstack_queues_are_the_templates(template: dict[str, Any]) -> None:
+    """The local stack's queues time out as the deployed ones do, so its fault tests mean the same."""
+    from devstack.stack import REALIZE_VISIBILITY_TIMEOUT, SCREEN_VISIBILITY_TIMEOUT, STREAM_BATCH_SIZE
+
+    resources = template["Resources"]
+    assert resources["RealizeQueue"]["Properties"]["VisibilityTimeout"] == REALIZE_VISIBILITY_TIMEOUT
+    assert resources["ScreenQueue"]["Properties"]["VisibilityTimeout"] == SCREEN_VISIBILITY_TIMEOUT
+    (stream_event,) = function_properties(template, "DispatchTurnFunction")["Events"].values()
+    assert stream_event["Properties"]["BatchSize"] == STREAM_BATCH_SIZE
+
+
+def test_reply_deadline_fits_an_sqs_delay(template: dict[str, Any]) -> None:
+    """The deadline is a delayed SQS message: SQS delays 900 s at most, and so does the settings model."""
+    from dialogue.dispatch import MAX_SQS_DELAY_SECONDS
+    from dialogue.settings import Settings
+
+    parameter = template["Parameters"]["ReplyDeadlineSeconds"]
+    assert parameter["MaxValue"] <= MAX_SQS_DELAY_SECONDS
+    assert Settings.model_fields["reply_deadline_seconds"].metadata[-1].le == MAX_SQS_DELAY_SECONDS
+
+
+def test_pending_turns_reach_the_dispatch_function_through_the_table_stream(template: dict[str, Any]) -> None:
+    """The outbox: the table streams new images; the dispatch function reads them filtered to pending
+    TURN inserts (the same pattern dialogue.dispatch and devstack apply), reports failed records,
+    splits a failing batch, and sends what keeps failing to a queue an alarm watches."""
+    from dialogue.dispatch import PENDING_TURN_INSERTS
+
+    table = template["Resources"]["ConversationTable"]["Properties"]
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    events = function_properties(template, "DispatchTurnFunction")["Events"]
+    ((_, event),) = events.items()
+    assert event["Type"] == "DynamoDB"
+    props = event["Properties"]
+    assert props["Stream"] == {"Fn::GetAtt": ["ConversationTable", "StreamArn"]}
+    assert props["StartingPosition"] == "TRIM_HORIZON"
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BisectBatchOnFunctionError"] is True
+    ((pattern,),) = [[json.loads(f["Pattern"]) for f in props["FilterCriteria"]["Filters"]]]
+    assert pattern == PENDING_TURN_INSERTS
+    assert referenced_id(props["DestinationConfig"]["OnFailure"]["Destination"]) == "DispatchFailureQueue"
+    # Only the dispatch function sends jobs: the turn API's one write is its transaction.
+    senders = {
+        name
+        for name in FUNCTIONS
+        for statement in iam_statements(function_properties(template, name).get("Policies", []))
+        if "sqs:SendMessage" in as_list(statement["Action"])
+        and "RealizeQueue" in {referenced_id(r) for r in as_list(statement["Resource"])}
+    }
+    assert senders == {"DispatchTurnFunction"}
 
 
 def test_tables_are_on_demand_recoverable_encrypted_and_expire(template: dict[str, Any]) -> None:
@@ -401,7 +474,11 @@ def test_turn_function_gets_the_idempotency_table_and_reply_deadline(template: d
     env = function_environment(template, "TurnApiFunction")
     assert referenced_id(env["IDEMPOTENCY_TABLE_NAME"]) == "IdempotencyTable"
     assert referenced_id(env["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
-    assert referenced_id(env["REALIZE_QUEUE_URL"]) == "RealizeQueue"
+    assert "REALIZE_QUEUE_URL" not in env, "the turn API sends nothing"
+    dispatch = function_environment(template, "DispatchTurnFunction")
+    assert referenced_id(dispatch["REALIZE_QUEUE_URL"]) == "RealizeQueue"
+    assert referenced_id(dispatch["SCREEN_QUEUE_URL"]) == "ScreenQueue"
+    assert referenced_id(dispatch["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
 
 
 def test_http_api_is_throttled_and_logs_no_bodies(template: dict[str, Any]) -> None:
@@ -586,7 +663,15 @@ def test_alarms_watch_both_dead_letter_queues_and_the_oldest_realize_job(templat
             assert referenced_id(props["AlarmActions"][0]) == "AlarmTopic"
     assert ("ApproximateNumberOfMessagesVisible", "RealizeDeadLetterQueue") in watched
     assert ("ApproximateNumberOfMessagesVisible", "ScreenDeadLetterQueue") in watched
+    assert ("ApproximateNumberOfMessagesVisible", "DispatchFailureQueue") in watched
     assert ("ApproximateAgeOfOldestMessage", "RealizeQueue") in watched
+
+
+def test_an_alarm_sees_a_turn_read_pending_past_its_deadline(template: dict[str, Any]) -> None:
+    alarms = [alarm["Properties"] for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values()]
+    (alarm,) = [a for a in alarms if a.get("MetricName") == "TurnsPendingPastDeadline"]
+    assert (alarm["Namespace"], dimension(alarm, "service")) == ("EnrollmentDesk", "turn_api")
+    assert referenced_id(alarm["AlarmActions"][0]) == "AlarmTopic"
 
 
 def test_metric_names_exist(template: dict[str, Any]) -> None:
@@ -678,12 +763,14 @@ def test_sam_build_function_holds_its_handler(sam_build: Path, name: str) -> Non
     assert built["Resources"][name]["Properties"]["CodeUri"] == name
 
 
-def test_each_function_may_make_its_own_store_calls(template: dict[str, Any]) -> None:
-    """Per function, the conversation-table actions its code path needs: the turn API reads, writes
-    turns in a transaction and finalizes a turn past its deadline; the screen function finalizes."""
+def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[str, Any]) -> None:
+    """Per function, exactly the conversation-table actions its code path needs: the turn API reads and
+    puts items in one transaction (it never updates: reads do not write); the screen function updates
+    a TURN and puts its REPLY; the dispatch function touches no table."""
     needed = {
-        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-        "ScreenReplyFunction": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        "ScreenReplyFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "DispatchTurnFunction": set(),
     }
     for name, actions in needed.items():
         granted = {
@@ -692,4 +779,4 @@ def test_each_function_may_make_its_own_store_calls(template: dict[str, Any]) ->
             if referenced_id(statement["Resource"]) == "ConversationTable"
             for action in as_list(statement["Action"])
         }
-        assert actions <= granted, (name, actions - granted)
+        assert granted == actions, (name, granted ^ actions)

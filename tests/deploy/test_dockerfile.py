@@ -12,7 +12,7 @@ import pytest
 
 from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "realizer_container" / "Dockerfile"
 DOCKERIGNORE = ROOT / "realizer_container" / "Dockerfile.dockerignore"
 IMAGE_REQUIREMENTS = ROOT / "realizer_container" / "requirements.txt"

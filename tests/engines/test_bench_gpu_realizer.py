@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.gpu_realizer import MODEL_ID, REVISION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_benchmark(hf_home: Path) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,86 @@
+"""The outbox: a committed pending TURN, read from the table's stream, goes on to be worded.
+
+The turn API writes one DynamoDB transaction and sends nothing. Each pending TURN insert on the
+table's stream reaches the dispatch function, which sends two messages:
+
+1. a ReplyDeadline to the screen queue, delayed until the turn's reply deadline: when it arrives and
+   the turn is still pending, the screen function stores the fixed fallback, so every turn is final
+   by its deadline whether the realizer is up or not and whether anyone reads the turn or not;
+2. the RealizeJob to the realize queue, built here and only here from the stored turn: its state,
+   its action and the pack's approved handbook rows.
+
+The deadline goes first: if the job cannot be sent, the stream delivers the turn again, and even if
+it never can, the deadline still finalizes the turn. Delivering a turn twice sends both messages
+twice; the worker and the screen function finalize a turn once.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from dialogue.actions import TurnStatus
+from dialogue.pack import DomainPack
+from dialogue.queues import DispatchQueues
+from dialogue.realize import ReplyDeadline, build_realize_job
+from dialogue.records import TurnRecord
+from dialogue.state import DialogueState
+from dialogue.store import TURN_PREFIX
+
+MAX_SQS_DELAY_SECONDS = 900
+"""SQS holds a message back for at most 15 minutes, so a reply deadline is at most that long."""
+
+PENDING_TURN_INSERTS: dict[str, Any] = {
+    "eventName": ["INSERT"],
+    "dynamodb": {
+        "Keys": {"sk": {"S": [{"prefix": TURN_PREFIX}]}},
+        "NewImage": {"status": {"S": [str(TurnStatus.PENDING)]}},
+    },
+}
+"""The event filter pattern of the dispatch function's stream mapping (template.yaml holds the same,
+checked by a test): inserts of pending TURN items. Lambda drops every other stream record unseen."""
+
+
+def is_pending_turn_insert(record: dict[str, Any]) -> bool:
+    """What the filter lets through, checked again in code for a mapping deployed without it."""
+    change = record.get("dynamodb", {})
+    sort_key = change.get("Keys", {}).get("sk", {}).get("S", "")
+    status = change.get("NewImage", {}).get("status", {}).get("S")
+    return bool(
+        record.get("eventName") == "INSERT" and sort_key.startswith(TURN_PREFIX) and status == TurnStatus.PENDING
+    )
+
+
+def deadline_delay_seconds(due_at: datetime, now: datetime) -> int:
+    """Whole seconds until `due_at`, rounded up so a deadline never arrives early, within SQS's range."""
+    remaining = math.ceil((due_at - now).total_seconds())
+    return min(max(remaining, 0), MAX_SQS_DELAY_SECONDS)
+
+
+def dispatch_pending_turn(
+    turn: TurnRecord, *, queues: DispatchQueues, pack: DomainPack, now: datetime, reply_deadline: timedelta
+) -> None:
+    """Send the turn's deadline, then its RealizeJob. Raises QueueUnavailable if either was not sent."""
+    if turn.status is not TurnStatus.PENDING or not turn.action.uses_model:
+        raise ValueError("only a pending generated turn is dispatched")
+    due_at = turn.created_at + reply_deadline
+    deadline = ReplyDeadline(
+        conversation_id=turn.conversation_id,
+        turn_id=turn.turn_id,
+        action=turn.action,
+        slots=dict(turn.slots),
+        due_at=due_at,
+    )
+    queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))
+    state = DialogueState.from_slots(pack.frame, turn.slots)
+    queues.send_job(
+        build_realize_job(
+            conversation_id=turn.conversation_id,
+            turn_id=turn.turn_id,
+            state=state,
+            action=turn.action,
+            pack=pack,
+            now=turn.created_at,
+        )
+    )

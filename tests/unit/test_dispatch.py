@@ -1,0 +1,135 @@
+"""The outbox's logic: what a pending turn sends, in what order, and when its deadline falls due.
+
+The queues here are a recording fake (no AWS): tests/integration runs the same path on moto.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+
+from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
+from dialogue.dispatch import (
+    MAX_SQS_DELAY_SECONDS,
+    PENDING_TURN_INSERTS,
+    deadline_delay_seconds,
+    dispatch_pending_turn,
+    is_pending_turn_insert,
+)
+from dialogue.pack import DomainPack
+from dialogue.realize import RealizeJob, ReplyDeadline, build_realize_job
+from dialogue.records import TurnRecord
+from dialogue.state import DialogueState
+
+CREATED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+DEADLINE = timedelta(seconds=60)
+
+
+@dataclass
+class RecordingQueues:
+    """A fake of the dispatch queues that records what was sent, in order."""
+
+    sent: list[tuple[str, object, int | None]] = field(default_factory=list)
+
+    def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None:
+        self.sent.append(("deadline", deadline, delay_seconds))
+
+    def send_job(self, job: RealizeJob) -> None:
+        self.sent.append(("job", job, None))
+
+
+def pending_turn(pack: DomainPack, action: Action = Action.CONFIRM, **changes: object) -> TurnRecord:
+    slots = {"program": "forklift", "childcare_needed": "unknown", "contact_channel": "email"}
+    values: dict[str, object] = {
+        "conversation_id": uuid4(),
+        "turn_id": 3,
+        "intent": "enrollment",
+        "injection_screen": False,
+        "privileged_request": False,
+        "slots": slots,
+        "action": action,
+        "reply_source": ReplySource.MODEL,
+        "status": TurnStatus.PENDING,
+        "reply_screen": ReplyScreen.NOT_APPLICABLE,
+        "human_review": HumanReview.PENDING,
+        "created_at": CREATED,
+        **changes,
+    }
+    return TurnRecord.model_validate(values)
+
+
+def test_the_deadline_goes_first_then_the_job_built_from_the_stored_turn(pack: DomainPack) -> None:
+    turn = pending_turn(pack)
+    queues = RecordingQueues()
+    dispatch_pending_turn(turn, queues=queues, pack=pack, now=CREATED + timedelta(seconds=2), reply_deadline=DEADLINE)
+    (kind1, deadline, delay), (kind2, job, _) = queues.sent
+    assert (kind1, kind2) == ("deadline", "job")
+    assert isinstance(deadline, ReplyDeadline)
+    assert (deadline.conversation_id, deadline.turn_id, deadline.action) == (turn.conversation_id, 3, Action.CONFIRM)
+    assert deadline.slots == turn.slots
+    assert deadline.due_at == CREATED + DEADLINE
+    assert delay == 58
+    state = DialogueState.from_slots(pack.frame, turn.slots)
+    expected = build_realize_job(
+        conversation_id=turn.conversation_id, turn_id=3, state=state, action=Action.CONFIRM, pack=pack, now=CREATED
+    )
+    assert job == expected, "the job is the one build_realize_job makes, timed by the turn, so redelivery repeats it"
+
+
+@pytest.mark.parametrize(
+    ("elapsed_s", "deadline_s", "delay"),
+    [
+        (0, 60, 60),
+        (0.2, 60, 60),
+        (59.9, 60, 1),
+        (60, 60, 0),
+        (3600, 60, 0),
+        (0, 900, 900),
+        (0, 5000, MAX_SQS_DELAY_SECONDS),
+    ],
+)
+def test_the_deadline_delay_rounds_up_and_fits_sqs(elapsed_s: float, deadline_s: int, delay: int) -> None:
+    due = CREATED + timedelta(seconds=deadline_s)
+    assert deadline_delay_seconds(due, CREATED + timedelta(seconds=elapsed_s)) == delay
+
+
+def test_only_a_pending_generated_turn_is_dispatched(pack: DomainPack) -> None:
+    queues = RecordingQueues()
+    final = pending_turn(pack, status=TurnStatus.FINAL, finalized_at=CREATED)
+    with pytest.raises(ValueError):
+        dispatch_pending_turn(final, queues=queues, pack=pack, now=CREATED, reply_deadline=DEADLINE)
+    fixed = pending_turn(pack, action=Action.HAND_OFF, reply_source=ReplySource.FIXED)
+    with pytest.raises(ValueError):
+        dispatch_pending_turn(fixed, queues=queues, pack=pack, now=CREATED, reply_deadline=DEADLINE)
+    assert queues.sent == []
+
+
+def stream_record(event: str, sort_key: str, status: str | None) -> dict[str, object]:
+    image = {"pk": {"S": "CONV#x"}, "sk": {"S": sort_key}}
+    if status:
+        image["status"] = {"S": status}
+    return {"eventName": event, "dynamodb": {"Keys": {"pk": image["pk"], "sk": image["sk"]}, "NewImage": image}}
+
+
+@pytest.mark.parametrize(
+    ("record", "passes"),
+    [
+        (stream_record("INSERT", "TURN#000001", "pending"), True),
+        (stream_record("INSERT", "TURN#000001", "final"), False),
+        (stream_record("MODIFY", "TURN#000001", "pending"), False),
+        (stream_record("INSERT", "TURN#000001#REPLY", None), False),
+        (stream_record("INSERT", "STATE", None), False),
+        (stream_record("INSERT", "REQUEST#abc", None), False),
+        (stream_record("REMOVE", "TURN#000001", None), False),
+    ],
+)
+def test_the_code_check_and_the_filter_pattern_agree(record: dict[str, object], passes: bool) -> None:
+    import json
+
+    from moto.events.models import EventPattern
+
+    assert is_pending_turn_insert(record) is passes
+    assert EventPattern.load(json.dumps(PENDING_TURN_INSERTS)).matches_event(record) is passes
