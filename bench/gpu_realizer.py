@@ -24,12 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import emit, machine_info, markdown_table, package_version, setup_paths
-
-setup_paths()
-
-from realizer.hf_engine import QWEN_MODEL_ID as MODEL_ID  # noqa: E402 (needs setup_paths)
-from realizer.hf_engine import QWEN_REVISION as REVISION  # noqa: E402
+from bench._common import emit, machine_info, markdown_table, package_version
+from realizer.engines import QWEN_MODEL_ID as MODEL_ID
+from realizer.engines import QWEN_REVISION as REVISION
 
 BENCH = "GPU"
 BATCH_SIZES = tuple(2**power for power in range(9))  # 1, 2, 4, ..., 256

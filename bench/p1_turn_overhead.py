@@ -26,16 +26,16 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from bench._common import ROOT, emit, markdown_table, median, quiet_handlers, setup_paths, summary
-
-setup_paths()
+from bench._common import ROOT, emit, markdown_table, median, quiet_handlers, summary
 
 BENCH = "P1"
+QUESTION = "Turn API handler per turn vs the bare DynamoDB calls a turn needs, same moto, same process"
 GOAL = 1.3
 ROUNDS = 15
 TURNS_PER_ROUND = 20
 FIXED_TEXT = "Can I talk to a person?"  # hand_off
 MODEL_TEXT = "I want to sign up for the Data Support Certificate."  # request_contact
+GOAL_TEXT = f"≤ {GOAL}x"
 
 
 class Side:
@@ -214,16 +214,9 @@ def main() -> int:
         + profiles["fixed"]
         + "\n```"
     )
-    summary(
-        BENCH,
-        question="Turn API handler per turn vs the bare DynamoDB calls a turn needs, same moto, same process",
-        figure=f"{fixed['ratio']:.2f}x (generated turn: {generated['ratio']:.2f}x)",
-        goal=f"≤ {GOAL}x",
-        met=met,
-        table=table,
-        notes=notes,
-        values=results,
-    )
+    figure = f"{fixed['ratio']:.2f}x (generated turn: {generated['ratio']:.2f}x)"
+    values = results
+    summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
 
 

@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, setup_paths, summary
-
-setup_paths()
+from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, summary
 
 BENCH = "P2"
+QUESTION = "Understanding + policy + prompt building per turn"
 GOAL_US = 100.0
 ROUNDS = 15
 CALLS_PER_ROUND = 60
+GOAL_TEXT = f"≤ {GOAL_US:.0f} µs"
 
 LONGER = (
     "Hi, I'd like to enrol in the forklift course starting next month. I don't need childcare, "
@@ -245,16 +245,9 @@ def main() -> int:
             + "\n```",
         ]
     )
-    summary(
-        BENCH,
-        question="Understanding + policy + prompt building per turn",
-        figure=f"{seed_us:.0f} µs per seed turn, {longer_us:.0f} µs per longer turn",
-        goal=f"≤ {GOAL_US:.0f} µs",
-        met=met,
-        table=table,
-        notes=notes,
-        values=values,
-    )
+    figure = f"{seed_us:.0f} µs per seed turn, {longer_us:.0f} µs per longer turn"
+    values = values
+    summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
 
 

@@ -3,7 +3,7 @@
 Fresh processes, interleaved, medians of wall-clock time (interpreter start included, the same on
 both sides):
 
-- turn_api: `python -c "import turn_api"` with PYTHONPATH as pyproject's pytest pythonpath;
+- turn_api: `python -c "import turn_api"` (the project is installed editable: its import roots are on sys.path);
 - baseline: `python -c "import boto3; from aws_lambda_powertools.event_handler import APIGatewayHttpResolver"`.
 
 Both run with the function's environment from template.yaml (TABLE_NAME, POWERTOOLS_*). Twice:
@@ -23,11 +23,13 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench._common import ROOT, emit, markdown_table, median, pythonpath, summary
+from bench._common import ROOT, emit, markdown_table, median, summary
 
 BENCH = "P3"
+QUESTION = "Cold start: import turn_api vs import boto3 + Powertools' resolver, fresh processes"
 GOAL = 1.25
 RUNS = 15
+GOAL_TEXT = f"≤ {GOAL}x"
 
 BASELINE = "import boto3; from aws_lambda_powertools.event_handler import APIGatewayHttpResolver"
 TURN_API = "import turn_api"
@@ -44,7 +46,6 @@ def environment(lambda_like: bool, task_root: str) -> dict[str, str]:
     }
     env.update(
         {
-            "PYTHONPATH": pythonpath(),
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_REGION": "us-east-1",
             # template.yaml's Globals and the turn function's own variables.
@@ -221,20 +222,13 @@ def main() -> int:
             "These figures include the SDK, as a working deployment must.",
         ]
     )
-    summary(
-        BENCH,
-        question="Cold start: import turn_api vs import boto3 + Powertools' resolver, fresh processes",
-        figure=f"{development['ratio']:.2f}x (Lambda-like environment: {lambda_like['ratio']:.2f}x)",
-        goal=f"≤ {GOAL}x",
-        met=met,
-        table=table,
-        notes=notes,
-        values={
-            "ratios": ratios,
-            "added_ms": added,
-            "turn_api_without_aws_xray_sdk": without_xray,
-        },
-    )
+    figure = f"{development['ratio']:.2f}x (Lambda-like environment: {lambda_like['ratio']:.2f}x)"
+    values = {
+        "ratios": ratios,
+        "added_ms": added,
+        "turn_api_without_aws_xray_sdk": without_xray,
+    }
+    summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
 
 

@@ -22,17 +22,17 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from bench._common import ROOT, emit, markdown_table, setup_paths, summary
-
-setup_paths()
+from bench._common import ROOT, emit, markdown_table, summary
 
 BENCH = "P4"
+QUESTION = "Naive transcript prompt vs state prompt over 1-50 turns, exact Qwen2.5 tokens"
 TURNS = 50
 CONVERSATIONS = 20
 STATE_LIMIT = 200
 NAIVE_FACTOR = 10.0
 PLOT = ROOT / "bench" / "prompt_growth.png"
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+GOAL_TEXT = f"state flat and ≤ {STATE_LIMIT} tokens for every action; naive ≥ {NAIVE_FACTOR:.0f}x at turn {TURNS}"
 
 POOL = (
     "I want to sign up for the Data Support Certificate.",
@@ -59,7 +59,7 @@ def conversation(rng: random.Random, turns: int) -> list[str]:
 
 
 def main() -> int:
-    from devstack.token_accounting import count_tokens, render_qwen_chat, state_prompt
+    from devstack.token_accounting import count_tokens
     from dialogue.actions import Action
     from dialogue.pack import get_pack
     from dialogue.policy import next_state
@@ -86,15 +86,15 @@ def main() -> int:
     rng = random.Random(20260105)
     for number in range(CONVERSATIONS):
         state = DialogueState.new(pack.frame)
-        messages: list[tuple[str, str]] = [("system", naive_system)]
+        messages: list[dict[str, str]] = [{"role": "system", "content": naive_system}]
         for turn_id, text in enumerate(conversation(rng, TURNS), start=1):
             state, action = next_state(state, understand(text, pack), pack)
             actions_seen.add(str(action))
-            messages.append(("user", text))
-            naive_tokens = count_tokens(render_qwen_chat(messages))
-            user_only = count_tokens(render_qwen_chat([m for m in messages if m[0] != "assistant"]))
-            state_tokens = count_tokens(state_prompt(build_realizer_messages(state, action, pack)))
-            messages.append(("assistant", reply(state, action, turn_id)))
+            messages.append({"role": "user", "content": text})
+            naive_tokens = count_tokens(messages)
+            user_only = count_tokens([m for m in messages if m["role"] != "assistant"])
+            state_tokens = count_tokens(build_realizer_messages(state, action, pack))
+            messages.append({"role": "assistant", "content": reply(state, action, turn_id)})
             row = {
                 "conversation": number,
                 "turn": turn_id,
@@ -112,7 +112,7 @@ def main() -> int:
     for values in itertools.product(*slot_values):
         state = DialogueState.from_slots(pack.frame, dict(zip(pack.frame.slot_names, values, strict=True)))
         for action in Action:
-            by_action[str(action)].append(count_tokens(state_prompt(build_realizer_messages(state, action, pack))))
+            by_action[str(action)].append(count_tokens(build_realizer_messages(state, action, pack)))
     states = len(list(itertools.product(*slot_values)))
     action_rows = [
         [action, min(counts), max(counts), "yes" if max(counts) <= STATE_LIMIT else "no"]
@@ -181,28 +181,21 @@ def main() -> int:
             f"{min(late)}-{max(late)}. Plot: `{plot_file}`.",
         ]
     )
-    summary(
-        BENCH,
-        question="Naive transcript prompt vs state prompt over 1-50 turns, exact Qwen2.5 tokens",
-        figure=(
-            f"state prompt ≤ {state_max} tokens for every action and state, flat; naive {ratio_50:.1f}x the "
-            f"state prompt at turn {TURNS} (closest conversation {min_ratio_50:.1f}x)"
-        ),
-        goal=f"state flat and ≤ {STATE_LIMIT} tokens for every action; naive ≥ {NAIVE_FACTOR:.0f}x at turn {TURNS}",
-        met=met,
-        table=table,
-        notes=notes,
-        values={
-            "naive_at_50": naive_50,
-            "state_at_50": state_50,
-            "ratio_at_50": ratio_50,
-            "min_ratio_at_50": min_ratio_50,
-            "naive_at_50_over_largest_state_prompt": worst_50,
-            "state_slope_tokens_per_turn": slope,
-            "state_max_any_state": state_max,
-            "state_by_action": {a: [min(c), max(c)] for a, c in by_action.items()},
-        },
+    figure = (
+        f"state prompt ≤ {state_max} tokens for every action and state, flat; naive {ratio_50:.1f}x the "
+        f"state prompt at turn {TURNS} (closest conversation {min_ratio_50:.1f}x)"
     )
+    values = {
+        "naive_at_50": naive_50,
+        "state_at_50": state_50,
+        "ratio_at_50": ratio_50,
+        "min_ratio_at_50": min_ratio_50,
+        "naive_at_50_over_largest_state_prompt": worst_50,
+        "state_slope_tokens_per_turn": slope,
+        "state_max_any_state": state_max,
+        "state_by_action": {a: [min(c), max(c)] for a, c in by_action.items()},
+    }
+    summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
 
 

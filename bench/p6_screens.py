@@ -18,15 +18,15 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, setup_paths, summary
-
-setup_paths()
+from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, summary
 
 BENCH = "P6"
+QUESTION = "Generated replies screened per second on one core"
 GOAL = 20_000
 ROUNDS = 30
 PASSES = 60
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+GOAL_TEXT = f"≥ {GOAL:,}/s"
 
 EXTRA_DRAFTS = (
     ("You are approved! We will follow up to confirm your seat.", "confirm", "data_support", "email"),
@@ -106,7 +106,7 @@ def main() -> int:
     cpu = pin_to_one_core()
     from dialogue.pack import get_pack
     from dialogue.realize import RealizedReply
-    from reply_screens import decide, screen_reply
+    from dialogue.screens import decide, screen_reply
 
     pack = get_pack()
     batch = replies()
@@ -137,7 +137,7 @@ def main() -> int:
         emit(BENCH, "measurement", level=name, replies_per_second=rate, replies=count, cpu=cpu)
     outcomes = [decide(reply, pack) for reply in batch]
     fired = sum(1 for outcome in outcomes if outcome.fallback_used)
-    figure = rates["decide (screens + fallback choice)"]
+    rate = rates["decide (screens + fallback choice)"]
     table = markdown_table(
         ["level", "replies per second (one core)", "µs per reply", f"≥ {GOAL:,}"],
         [[name, f"{rate:,.0f}", f"{1e6 / rate:.1f}", "yes" if rate >= GOAL else "no"] for name, rate in rates.items()],
@@ -151,16 +151,10 @@ def main() -> int:
         + profile_summary(run_decide, calls=200, top=8)
         + "\n```"
     )
-    summary(
-        BENCH,
-        question="Generated replies screened per second on one core",
-        figure=f"{figure:,.0f} replies/s (content screens alone {rates['screen_reply (content screens)']:,.0f}/s)",
-        goal=f"≥ {GOAL:,}/s",
-        met=figure >= GOAL,
-        table=table,
-        notes=notes,
-        values={"replies_per_second": rates, "replies": count, "fallbacks": fired},
-    )
+    figure = f"{rate:,.0f} replies/s (content screens alone {rates['screen_reply (content screens)']:,.0f}/s)"
+    values = {"replies_per_second": rates, "replies": count, "fallbacks": fired}
+    met = rate >= GOAL
+    summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
 
 

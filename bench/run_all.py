@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bench._common import ROOT, load_average, machine_info, pythonpath
+from bench._common import ROOT, load_average, machine_info
 from bench.gpu_realizer import MODEL_ID, REVISION
 
 BENCHMARKS = (
@@ -69,7 +69,7 @@ def run(module: str) -> tuple[int, dict[str, Any] | None, float]:
     process = subprocess.Popen(
         [sys.executable, "-m", module],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": pythonpath()},
+        env=dict(os.environ),
         stdout=subprocess.PIPE,
         text=True,
         bufsize=1,

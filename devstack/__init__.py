@@ -1,5 +1,5 @@
-"""The whole pipeline offline, in one process on moto: replay scripted turns (and later serve, chat)."""
+"""The whole pipeline offline, in one process on moto: replay scripted turns, serve the HTTP API, chat."""
 
-from devstack.paths import add_project_paths
+from pathlib import Path
 
-add_project_paths()
+PROJECT_ROOT = Path(__file__).resolve().parents[1]

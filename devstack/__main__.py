@@ -9,10 +9,11 @@ serve [--host H] [--port P] [--realizer NAME]  the HTTP API on loopback, as API 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from devstack.paths import PROJECT_ROOT, add_project_paths
+from devstack import PROJECT_ROOT
 
 DEFAULT_CONTROLS = PROJECT_ROOT / "data" / "riverton" / "screen_controls.csv"
 ENGINE_LABELS = {"qwen": "Qwen realization", "vllm": "Qwen realization (vLLM)", "smollm": "SmolLM2 realization"}
@@ -29,10 +30,11 @@ def _realizer(value: str) -> str:
 def _replay(args: argparse.Namespace) -> int:
     from devstack import replay as tables
     from devstack.stack import local_stack
-    from dialogue.pack import PackError, read_scripted_turns, scripted_turns_by_conversation
+    from dialogue.pack import PackError, get_pack, read_scripted_turns, scripted_turns_by_conversation
 
     try:
-        turns = read_scripted_turns(args.file)
+        frame = get_pack().frame
+        turns = read_scripted_turns(args.file, frame)
     except PackError as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 2
@@ -54,7 +56,7 @@ def _replay(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         for row in rows:
-            print(row.model_dump_json())
+            print(json.dumps(row.json_record()))
     else:
         label = ENGINE_LABELS.get(args.realizer, f"{args.realizer.split(':')[0]} realization")
         utterances = {(turn.conversation_id, turn.turn_id): turn.user_utterance for turn in turns}
@@ -62,12 +64,12 @@ def _replay(args: argparse.Namespace) -> int:
         print(
             "\n\n".join(
                 [
-                    tables.trace_table(rows),
+                    tables.trace_table(rows, frame),
                     tables.token_table(rows),
                     tables.replies_table(rows, label),
                     tables.screens_table(rows, label),
                     tables.shown_transcript(rows, utterances, first),
-                    tables.retained_table(rows),
+                    tables.retained_table(rows, frame),
                     tables.summary_line(rows),
                 ]
             )
@@ -131,7 +133,6 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    add_project_paths()
     parser = argparse.ArgumentParser(prog="python -m devstack", description="Run the pipeline offline on moto.")
     commands = parser.add_subparsers(dest="command", required=True)
 

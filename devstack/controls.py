@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dialogue.actions import Action
 from dialogue.pack import UNKNOWN, DomainPack, read_csv_rows
-from reply_screens import screen_reply
+from dialogue.screens import screen_reply
 
 
 class ControlReply(BaseModel):

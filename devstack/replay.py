@@ -11,16 +11,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from devstack.stack import LocalStack
-from devstack.token_accounting import count_tokens, naive_prompt, state_prompt, token_row
+from devstack.token_accounting import count_tokens, naive_messages, token_row
 from dialogue.actions import CONTENT_SCREENS, Action
-from dialogue.pack import DomainPack, ScriptedTurn, get_pack
+from dialogue.pack import DomainPack, Frame, ScriptedTurn, get_pack
 from dialogue.realize import build_realizer_messages
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
 
 class ReplayedTurn(BaseModel):
-    """One replayed turn, as `replay --json` prints it. It holds no user text."""
+    """One replayed turn; `replay --json` prints `json_record()`. It holds no user text."""
 
     conversation_id: str
     turn_id: int
@@ -29,9 +29,7 @@ class ReplayedTurn(BaseModel):
     intent: str
     injection_screen: bool
     privileged_request: bool
-    program: str
-    childcare_needed: str
-    contact_channel: str
+    slots: dict[str, str]
     action: str
     reply_source: str
     status: str
@@ -55,13 +53,18 @@ class ReplayedTurn(BaseModel):
     final_reply: str | None
     reply_screen: str
     human_review: str
-    # Expectations, when the file has them.
-    expected_program: str | None
-    expected_childcare: str | None
-    expected_contact: str | None
+    # Expectations, when the file has them: a value per frame slot (None where the row expects none).
+    expected_slots: dict[str, str | None]
     expected_action: str | None
     state_matches: bool | None
     action_matches: bool | None
+
+    def json_record(self) -> dict[str, Any]:
+        """The row with each slot and each expectation as a field of its own (`program`, `expected_program`)."""
+        record = self.model_dump(mode="json", exclude={"slots", "expected_slots"})
+        record.update(self.slots)
+        record.update({f"expected_{slot}": value for slot, value in self.expected_slots.items()})
+        return record
 
     @property
     def uses_model(self) -> bool:
@@ -74,20 +77,22 @@ class ReplayedTurn(BaseModel):
         return self.state_matches is not False and self.action_matches is not False
 
 
+# A turn's retained flags, as the turn's record holds them, and what the realizer said of its wording.
+STORED_FIELDS = (
+    "intent", "injection_screen", "privileged_request", "reply_source", "status", "fallback_used", "reply_screen",
+    "human_review",
+)  # fmt: skip
+GENERATION_FIELDS = {"engine", "model_id", "revision", "output_tokens", "ended_by_eos", "hit_token_cap"}
+
+
 class ReplayError(RuntimeError):
     """The local stack answered a scripted turn with an unexpected status."""
 
 
 def _state_matches(slots: dict[str, str], turn: ScriptedTurn) -> bool | None:
-    expected = {
-        "program": turn.expected_program,
-        "childcare_needed": turn.expected_childcare,
-        "contact_channel": turn.expected_contact,
-    }
-    given = {slot: value for slot, value in expected.items() if value is not None}
-    if not given:
+    if not turn.expected_slots:
         return None
-    return all(slots[slot] == value for slot, value in given.items())
+    return all(slots[slot] == value for slot, value in turn.expected_slots.items())
 
 
 def replay_conversation(
@@ -114,48 +119,37 @@ def replay_conversation(
         slots = detail["slots"]
         state = DialogueState.from_slots(pack.frame, slots)
         naive = count_tokens(
-            naive_prompt(pack.spec.prompts.naive_system, [t.user_utterance for t in turns[: index + 1]])
+            naive_messages(pack.spec.prompts.naive_system, [t.user_utterance for t in turns[: index + 1]])
         )
-        state_tokens = count_tokens(state_prompt(build_realizer_messages(state, action, pack)))
+        state_tokens = count_tokens(build_realizer_messages(state, action, pack))
         realized = stack.realized_replies().get((api_id, detail["turn_id"]))
         fired = detail["screens_fired"]
+        generation = (
+            dict.fromkeys(GENERATION_FIELDS) if realized is None else realized.model_dump(include=GENERATION_FIELDS)
+        )
         rows.append(
-            ReplayedTurn(
-                conversation_id=turn.conversation_id,
-                turn_id=turn.turn_id,
-                api_conversation_id=api_id,
-                api_turn_id=detail["turn_id"],
-                intent=detail["intent"],
-                injection_screen=detail["injection_screen"],
-                privileged_request=detail["privileged_request"],
-                program=slots["program"],
-                childcare_needed=slots["childcare_needed"],
-                contact_channel=slots["contact_channel"],
-                action=action,
-                reply_source=detail["reply_source"],
-                status=detail["status"],
-                **token_row(naive, state_tokens, action.uses_model),
-                raw_reply=realized.text
-                if realized
-                else (None if action.uses_model else fixed_reply(action, state, pack)),
-                engine=realized.engine if realized else None,
-                model_id=realized.model_id if realized else None,
-                revision=realized.revision if realized else None,
-                output_tokens=realized.output_tokens if realized else None,
-                ended_by_eos=realized.ended_by_eos if realized else None,
-                hit_token_cap=realized.hit_token_cap if realized else None,
-                screens_fired=fired,
-                screen_checks={name: name not in fired for name in CONTENT_SCREENS} if realized else None,
-                fallback_used=detail["fallback_used"],
-                final_reply=detail.get("reply"),
-                reply_screen=detail["reply_screen"],
-                human_review=detail["human_review"],
-                expected_program=turn.expected_program,
-                expected_childcare=turn.expected_childcare,
-                expected_contact=turn.expected_contact,
-                expected_action=turn.expected_action,
-                state_matches=_state_matches(slots, turn),
-                action_matches=None if turn.expected_action is None else action == turn.expected_action,
+            ReplayedTurn.model_validate(
+                {
+                    "conversation_id": turn.conversation_id,
+                    "turn_id": turn.turn_id,
+                    "api_conversation_id": api_id,
+                    "api_turn_id": detail["turn_id"],
+                    "slots": slots,
+                    "action": action,
+                    **{name: detail[name] for name in STORED_FIELDS},
+                    **token_row(naive, state_tokens, action.uses_model),
+                    **generation,
+                    "raw_reply": realized.text
+                    if realized
+                    else (None if action.uses_model else fixed_reply(action, state, pack)),
+                    "screens_fired": fired,
+                    "screen_checks": {name: name not in fired for name in CONTENT_SCREENS} if realized else None,
+                    "final_reply": detail.get("reply"),
+                    "expected_slots": {slot: turn.expected_slots.get(slot) for slot in pack.frame.slot_names},
+                    "expected_action": turn.expected_action,
+                    "state_matches": _state_matches(slots, turn),
+                    "action_matches": None if turn.expected_action is None else action == turn.expected_action,
+                }
             )
         )
     return rows
@@ -184,12 +178,12 @@ def format_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[obj
     return "\n".join(out)
 
 
-def trace_table(rows: Sequence[ReplayedTurn]) -> str:
+def trace_table(rows: Sequence[ReplayedTurn], frame: Frame) -> str:
     return format_table(
         "Dialogue trace from state updates and policy actions",
-        ["Conversation", "Turn", "Rule intent", "Program", "Child care", "Contact", "Action",
+        ["Conversation", "Turn", "Rule intent", *(slot.label for slot in frame.slots), "Action",
          "State matches expected", "Action matches expected"],
-        [[r.conversation_id, r.turn_id, r.intent, r.program, r.childcare_needed, r.contact_channel, r.action,
+        [[r.conversation_id, r.turn_id, r.intent, *(r.slots[name] for name in frame.slot_names), r.action,
           r.state_matches, r.action_matches] for r in rows],
     )  # fmt: skip
 
@@ -254,12 +248,12 @@ def shown_transcript(rows: Sequence[ReplayedTurn], utterances: dict[tuple[str, i
     )  # fmt: skip
 
 
-def retained_table(rows: Sequence[ReplayedTurn]) -> str:
+def retained_table(rows: Sequence[ReplayedTurn], frame: Frame) -> str:
     return format_table(
         "Retained record with slots, actions, and flags only",
-        ["Conversation", "Turn", "Program", "Child care", "Contact channel", "Action", "Injection screen",
+        ["Conversation", "Turn", *(slot.retained_label for slot in frame.slots), "Action", "Injection screen",
          "Staff-only request", "Reply screen", "Human checks"],
-        [[r.conversation_id, r.turn_id, r.program, r.childcare_needed, r.contact_channel, r.action,
+        [[r.conversation_id, r.turn_id, *(r.slots[name] for name in frame.slot_names), r.action,
           r.injection_screen, r.privileged_request, r.reply_screen, r.human_review] for r in rows],
     )  # fmt: skip
 

@@ -5,17 +5,14 @@ is written back as it is (status, headers, body). Generated turns complete in th
 drainer thread runs the realizer and the screen function until both queues are empty. moto and the
 handlers are not thread-safe, so one lock serializes every use of the stack.
 
-`GET /openapi.json` serves the OpenAPI document generated from the turn API's resolver, with the
-error responses (the `ErrorBody` shape) that the decorators do not declare added here.
+`GET /openapi.json` serves the OpenAPI document the turn API's resolver generates from its routes.
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import ipaddress
 import json
-import re
 import signal
 import socket
 import sys
@@ -52,100 +49,15 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "upgra
 
 # --- the OpenAPI document ---------------------------------------------------------------------------
 
-_ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
-_ACCEPTED_REF = "#/components/schemas/TurnAccepted"
-_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
-_ERROR_DESCRIPTIONS = {
-    "400": "Malformed request: an id that is not well formed, or a body that is not a JSON object "
-    'holding exactly one string field, "text".',
-    "404": "No conversation or turn with that id.",
-    "409": "Another turn changed the conversation first, or the conversation reached its turn limit.",
-    "422": "The text is empty or longer than the limit.",
-    "503": "The store or the queue is unavailable for a moment; retry after `Retry-After` seconds.",
-    "4XX": "Any other refusal, in the same shape.",
-}
-_SUCCESS_DESCRIPTIONS = {
-    ("post", "200"): "A fixed reply (refuse, hand-off, abstention): final at once, no model call.",
-    ("post", "202"): "Accepted: a model words the reply; read the turn until its status is final.",
-}
-
-
-def _error_response(status: str) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "description": _ERROR_DESCRIPTIONS[status],
-        "content": {"application/json": {"schema": dict(_ERROR_REF)}},
-    }
-    if status in ("409", "503"):
-        response["headers"] = copy.deepcopy(_RETRY_AFTER)
-    return response
-
-
-def _model_schemas(model: Any) -> dict[str, Any]:
-    """A pydantic model's JSON schema and those of the models it uses, keyed by name, as components."""
-    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-    definitions: dict[str, Any] = schema.pop("$defs", {})
-    definitions[model.__name__] = schema
-    return definitions
-
-
-def _referenced(part: dict[str, Any]) -> set[str]:
-    """The component schemas a part of the document refers to."""
-    return set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(part)))
-
-
-def document_error_responses(generated: dict[str, Any]) -> dict[str, Any]:
-    """The generated document with every operation's error responses in the `ErrorBody` shape.
-
-    Powertools documents only a 422 in its own validation-error shape, which this API never sends.
-    Each operation gets: 400 and 404 where it has path parameters; 409 and 422 where it takes a body;
-    503 everywhere; and a `4XX` range in the same shape, for any refusal the list misses. These
-    replace what the decorators declare for the same statuses; other statuses are kept. A posted
-    turn's 200/202, which the decorators document without a schema, get the `TurnAccepted` model.
-    Powertools' validation-error schemas go once nothing refers to them. Applying it twice changes
-    nothing more.
-    """
-    from api_models import ErrorBody, TurnAccepted
-
-    document = copy.deepcopy(generated)
-    schemas: dict[str, Any] = document.setdefault("components", {}).setdefault("schemas", {})
-    for name, schema in {**_model_schemas(ErrorBody), **_model_schemas(TurnAccepted)}.items():
-        schemas.setdefault(name, schema)
-    # The contract is exactly these two fields.
-    schemas["ErrorBody"]["additionalProperties"] = False
-    for operations in document.get("paths", {}).values():
-        for method, operation in operations.items():
-            responses: dict[str, Any] = operation.setdefault("responses", {})
-            has_path_parameters = any(p.get("in") == "path" for p in operation.get("parameters", []))
-            has_body = "requestBody" in operation
-            statuses = ["503", "4XX"]
-            if has_path_parameters:
-                statuses += ["400", "404"]
-            if has_body:
-                statuses += ["400", "409", "422"]
-            if not has_body:
-                responses.pop("422", None)  # Powertools' validation error: no route without a body sends it
-            for status in sorted(set(statuses)):
-                responses[status] = _error_response(status)
-            for status, response in responses.items():
-                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
-                if status.startswith("2") and has_body and "$ref" not in schema:
-                    response["content"] = {"application/json": {"schema": {"$ref": _ACCEPTED_REF}}}
-                response.setdefault("description", _SUCCESS_DESCRIPTIONS.get((method, status), "Success."))
-    used = _referenced(document.get("paths", {}))
-    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        if name in schemas and name not in used:
-            del schemas[name]
-    return document
-
 
 def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document of the turn API, generated from its resolver (needs the project paths)."""
+    """The OpenAPI document of the turn API, as its resolver generates it from the routes' declarations."""
     import turn_api
 
-    generated = json.loads(
+    document: dict[str, Any] = json.loads(
         turn_api.app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
     )
-    return document_error_responses(generated)
+    return document
 
 
 # --- the gateway: HTTP request → event → handler → HTTP response -----------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -230,21 +229,19 @@ class LocalStack:
 
     @contextlib.contextmanager
     def _captured(self) -> Iterator[None]:
-        """Capture what the handlers print (Powertools logs and metrics) and the worker's log records."""
+        """Capture what the handlers and the worker print: their Powertools logs and the metrics."""
         from dialogue.observability import logger
+        from realizer.logs import log
 
         stream = _LineCapture(self.log_lines)
-        handler = logger.registered_handler
-        previous = handler.setStream(stream)  # type: ignore[attr-defined]
-        worker_handler = logging.StreamHandler(stream)
-        worker_log = logging.getLogger("realizer")
-        worker_log.addHandler(worker_handler)
+        handlers = [logger.registered_handler, log.registered_handler]
+        previous = [handler.setStream(stream) for handler in handlers]  # type: ignore[attr-defined]
         try:
             with contextlib.redirect_stdout(stream):
                 yield
         finally:
-            handler.setStream(previous)  # type: ignore[attr-defined]
-            worker_log.removeHandler(worker_handler)
+            for handler, earlier in zip(handlers, previous, strict=True):
+                handler.setStream(earlier)  # type: ignore[attr-defined]
 
 
 def _trim_stream(mapping: StreamMapping) -> None:
@@ -331,13 +328,13 @@ def local_stack(
     `realizer` names the engine (see devstack.realizers), with `model` and `revision` for the model
     engines; `engine` passes one already built.
     """
-    from devstack.realizers import build_engine
+    from devstack.realizers import build_realizer
     from dialogue.dispatch import PENDING_TURN_INSERTS
     from dialogue.factory import reset_caches
     from realizer.worker import RealizerWorker
 
     labels: dict[str, str] = {}
-    engine = engine if engine is not None else build_engine(realizer, labels, model=model, revision=revision)
+    engine = engine if engine is not None else build_realizer(realizer, labels, model=model, revision=revision)
     saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL")}
     os.environ.update(_ENVIRONMENT)
     sent: list[dict[str, str]] = []

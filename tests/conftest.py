@@ -43,7 +43,7 @@ def pack() -> DomainPack:
 
 @pytest.fixture(scope="session")
 def scripted_turns() -> list[ScriptedTurn]:
-    return read_scripted_turns(SCRIPTED_TURNS)
+    return read_scripted_turns(SCRIPTED_TURNS, get_pack(PACK_DIR).frame)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from dialogue.factory import get_store
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
-from reply_screens import deadline_outcome, decide
+from dialogue.screens import deadline_outcome, decide
 
 
 class ScreenQueueRecord(SqsRecordModel):

@@ -11,7 +11,7 @@ import base64
 import json
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -26,8 +26,20 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from api_models import ConversationCreated, ConversationDetail, ErrorBody, TurnAccepted, TurnDetail, TurnRequest
-from dialogue import conversation
+from api_models import (
+    ConversationCreated,
+    ConversationDetail,
+    ErrorBody,
+    ErrorCode,
+    IdempotentTurn,
+    TurnAccepted,
+    TurnAnswer,
+    TurnDetail,
+    TurnRequest,
+    errors,
+    success,
+)
+from dialogue import conversation, idempotency
 from dialogue.actions import TurnStatus
 from dialogue.errors import (
     ConcurrentTurnConflict,
@@ -41,7 +53,7 @@ from dialogue.errors import (
     TurnNotFound,
 )
 from dialogue.factory import get_store
-from dialogue.idempotency import IDEMPOTENCY_HEADER, idempotently, register_lambda_context, valid_key
+from dialogue.idempotency import IDEMPOTENCY_HEADER, register_lambda_context, valid_key
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
@@ -71,7 +83,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
+def _error(status: HTTPStatus, code: ErrorCode, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
     metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
     return Response(
         status_code=status,
@@ -81,7 +93,10 @@ def _error(status: HTTPStatus, code: str, message: str, headers: dict[str, str] 
     )
 
 
-@app.post("/conversations", responses={201: {"description": "Created"}})
+@app.post(
+    "/conversations",
+    responses={**success(HTTPStatus.CREATED, ConversationCreated, "A new conversation."), **errors()},
+)
 def create_conversation() -> Response[ConversationCreated]:
     conversation_id = conversation.start_conversation(get_store(), get_pack(), _now())
     logger.info("conversation created", conversation_id=str(conversation_id))
@@ -93,20 +108,39 @@ def create_conversation() -> Response[ConversationCreated]:
     )
 
 
-@app.post("/conversations/<conversation_id>/turns", responses={200: {}, 202: {}})
+@app.post(
+    "/conversations/<conversation_id>/turns",
+    responses={
+        **success(
+            HTTPStatus.OK, TurnAccepted, "A fixed reply (refuse, hand-off, abstention): final at once, no model call."
+        ),
+        **success(
+            HTTPStatus.ACCEPTED, TurnAccepted, "Accepted: a model words the reply; read the turn until it is final."
+        ),
+        **errors(400, 404, 409, 422),
+    },
+)
 def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, Body()]) -> Response[dict[str, Any]]:
     key = app.current_event.headers.get(IDEMPOTENCY_HEADER)
     if key is not None and not valid_key(key):
         raise InvalidIdempotencyKey()
+    turn = IdempotentTurn(conversation_id=conversation_id, idempotency_key=key or "")
     try:
-        answer = idempotently(str(conversation_id), key, lambda: accept_turn(conversation_id, request.text, key))
+        if key and idempotency.enabled():
+            answer = idempotency.idempotent(accept_turn, TurnAnswer)(request=turn, text=request.text)
+        else:
+            answer = accept_turn(request=turn, text=request.text)
     except IdempotencyAlreadyInProgressError:
         raise RetryInProgress() from None
     except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as error:
         # The idempotency table failed around the turn. If the turn itself failed first, its error is
         # the answer; otherwise the store was unavailable (a committed turn is found again by its key).
         raise _turn_error_behind(error) or StoreUnavailable() from None
-    return Response(status_code=answer["status_code"], content_type=content_types.APPLICATION_JSON, body=answer["body"])
+    return Response(
+        status_code=answer.status_code,
+        content_type=content_types.APPLICATION_JSON,
+        body=answer.body.model_dump(mode="json", exclude_none=True),
+    )
 
 
 def _turn_error_behind(error: BaseException) -> DialogueError | None:
@@ -121,8 +155,9 @@ def _turn_error_behind(error: BaseException) -> DialogueError | None:
     return None
 
 
-def accept_turn(conversation_id: UUID, text: str, request_key: str | None = None) -> dict[str, Any]:
-    """Apply the turn; the answer (status and body) is what an idempotent retry gets back."""
+def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
+    """Apply the turn; the answer is what an idempotent retry gets back."""
+    conversation_id = request.conversation_id
     view = conversation.take_turn(
         conversation_id,
         text,
@@ -130,7 +165,7 @@ def accept_turn(conversation_id: UUID, text: str, request_key: str | None = None
         pack=get_pack(),
         now=_now(),
         max_turns=get_settings().max_turns_per_conversation,
-        request_key=request_key,
+        request_key=request.idempotency_key or None,
     )
     turn = view.turn
     logger.info(
@@ -149,11 +184,13 @@ def accept_turn(conversation_id: UUID, text: str, request_key: str | None = None
         status=turn.status,
         reply=view.reply,
     )
-    status = HTTPStatus.ACCEPTED if turn.action.uses_model else HTTPStatus.OK
-    return {"status_code": int(status), "body": accepted.model_dump(mode="json", exclude_none=True)}
+    return TurnAnswer(status_code=202 if turn.action.uses_model else 200, body=accepted)
 
 
-@app.get("/conversations/<conversation_id>/turns/<turn_id>")
+@app.get(
+    "/conversations/<conversation_id>/turns/<turn_id>",
+    responses={**success(HTTPStatus.OK, TurnDetail, "The turn, with its reply once final."), **errors(400, 404)},
+)
 def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
     view = conversation.view_turn(get_store(), get_pack(), conversation_id, turn_id)
     metrics.add_metric(name="TurnsRead", unit=MetricUnit.Count, value=1)
@@ -161,25 +198,13 @@ def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
     if turn.status is TurnStatus.PENDING and _now() - turn.created_at > get_settings().reply_deadline + DEADLINE_GRACE:
         logger.warning("turn pending past its deadline", conversation_id=str(conversation_id), turn_id=turn_id)
         metrics.add_metric(name="TurnsPendingPastDeadline", unit=MetricUnit.Count, value=1)
-    return TurnDetail(
-        conversation_id=turn.conversation_id,
-        turn_id=turn.turn_id,
-        intent=turn.intent,
-        injection_screen=turn.injection_screen,
-        privileged_request=turn.privileged_request,
-        action=turn.action,
-        slots=dict(turn.slots),
-        reply_source=turn.reply_source,
-        status=turn.status,
-        reply=view.reply,
-        reply_screen=turn.reply_screen,
-        human_review=turn.human_review,
-        screens_fired=list(turn.screens_fired),
-        fallback_used=turn.fallback_used,
-    )
+    return TurnDetail.model_validate({**turn.model_dump(), "reply": view.reply})
 
 
-@app.get("/conversations/<conversation_id>")
+@app.get(
+    "/conversations/<conversation_id>",
+    responses={**success(HTTPStatus.OK, ConversationDetail, "The slots and the turn count."), **errors(400, 404)},
+)
 def get_conversation(conversation_id: ConversationId) -> ConversationDetail:
     record = conversation.load_conversation(get_store(), conversation_id)
     metrics.add_metric(name="ConversationsRead", unit=MetricUnit.Count, value=1)
@@ -194,12 +219,13 @@ def handle_dialogue_error(error: DialogueError) -> Response[Any]:
     logger.info("request refused", error=type(error).__name__, status=int(status))
     retryable = isinstance(error, ConcurrentTurnConflict | RetryInProgress | StoreUnavailable | QueueUnavailable)
     headers = {"Retry-After": "1"} if retryable else None
-    return _error(status, type(error).__name__, error.message, headers)
+    # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
+    return _error(status, cast(ErrorCode, type(error).__name__), error.message, headers)
 
 
-def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
+def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
     """One sentence for the first problem, chosen from where it is, never from what was sent."""
-    first = errors[0] if errors else {}
+    first = problems[0] if problems else {}
     location = tuple(first.get("loc", ()))
     kind = str(first.get("type", ""))
     if location[:1] == ("path",):

@@ -1,9 +1,9 @@
-"""Run the realizer worker: `python -m realizer --engine {template,vllm,transformers}`.
+"""Run the realizer worker: `python -m realizer --engine {template,vllm,qwen,smollm}`.
 
 Environment (each also an option):
   REALIZE_QUEUE_URL, SCREEN_QUEUE_URL     the queues (required)
   REALIZER_ENGINE                         engine name (default template; the image runs vllm)
-  REALIZER_MODEL, REALIZER_REVISION       model and revision for vllm / transformers
+  REALIZER_MODEL, REALIZER_REVISION       model and revision for vllm / qwen
                                           (default Qwen/Qwen2.5-1.5B-Instruct @ 989aa7980e4c...)
   REALIZER_BATCH_SIZE                     messages per batch (default 32)
   REALIZER_WAIT_SECONDS                   long-poll wait of the first receive (default 20)
@@ -14,72 +14,27 @@ Environment (each also an option):
                                           `python -m realizer.healthcheck` checks its age
 
 SIGTERM (and SIGINT) finish the batch in flight, answer and delete it, then exit 0.
-Logs are one JSON object a line, with ids and counts only.
+Logs are Powertools' JSON lines (realizer.logs), with ids and counts only.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import signal
 import sys
 import threading
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from realizer.engines import Engine, TemplateEngine
-from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
+from realizer.engines import ENGINE_NAMES, QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable, build_engine
+from realizer.logs import log
 from realizer.worker import RealizerWorker
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 DEFAULT_HEARTBEAT_FILE = "/tmp/realizer-heartbeat"
-DEFAULT_VISIBILITY_TIMEOUT = 300
-ENGINES = ("template", "vllm", "transformers")
-
-log = logging.getLogger("realizer")
-
-# The attributes every LogRecord has; anything else on a record came in through `extra=`.
-_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object a line: time, level, logger, message and the `extra=` fields (ids and counts)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        payload.update({key: value for key, value in vars(record).items() if key not in _RECORD_FIELDS})
-        if record.exc_info and record.exc_info[0] is not None:
-            # The exception's type only: its message could quote data.
-            payload["error"] = record.exc_info[0].__name__
-        return json.dumps(payload, default=str)
-
-
-def build_engine(name: str, model: str, revision: str) -> Engine:
-    """The named engine. Model engines are imported only when asked for (they need torch / vLLM)."""
-    if name == "template":
-        from dialogue.pack import get_pack
-
-        return TemplateEngine(get_pack())
-    if name == "vllm":
-        from realizer.vllm_engine import VllmEngine  # type: ignore[import-not-found, unused-ignore]
-
-        engine: Engine = VllmEngine(model, revision)
-        return engine
-    if name == "transformers":
-        from realizer.hf_engine import load_qwen_engine
-
-        engine = load_qwen_engine(model, revision)
-        return engine
-    raise SystemExit(f"realizer: unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+DEFAULT_VISIBILITY_TIMEOUT = 30
 
 
 def queue_visibility_timeout(client: SQSClient, queue_url: str) -> int:
@@ -103,7 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="realizer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--engine", choices=ENGINES, default=_env("REALIZER_ENGINE", "template"))
+    parser.add_argument("--engine", choices=ENGINE_NAMES, default=_env("REALIZER_ENGINE", "template"))
     parser.add_argument("--model", default=_env("REALIZER_MODEL", QWEN_MODEL_ID))
     parser.add_argument("--revision", default=_env("REALIZER_REVISION", QWEN_REVISION))
     parser.add_argument("--batch-size", type=int, default=int(_env("REALIZER_BATCH_SIZE", "32")))
@@ -119,9 +74,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     missing = [name for name in ("REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL") if not os.environ.get(name)]
     if missing:
         print(f"realizer: set {', '.join(missing)}", file=sys.stderr)
@@ -132,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     client = boto3.client("sqs")
     realize_queue_url = os.environ["REALIZE_QUEUE_URL"]
     visibility_timeout = args.visibility_timeout or queue_visibility_timeout(client, realize_queue_url)
-    engine = build_engine(args.engine, args.model, args.revision)
+    try:
+        engine = build_engine(args.engine, model=args.model, revision=args.revision)
+    except EngineUnavailable as error:
+        print(f"realizer: {error}", file=sys.stderr)
+        return 2
 
     # Installed after the engine is built, so an engine library's own handlers cannot replace them.
     stopping = threading.Event()

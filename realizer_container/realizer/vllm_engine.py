@@ -13,27 +13,14 @@ and the model's head_dim must be one vLLM's CPU attention supports (32, 64, 80, 
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, RealizeJob
-from realizer.engines import Realization
-from realizer.hf_engine import (
-    QWEN_MODEL_ID,
-    QWEN_REVISION,
-    REPETITION_PENALTY,
-    TemplatedPrompts,
-    failed_realization,
-    over_budget,
-    over_budget_realization,
-)
-
-logger = logging.getLogger(__name__)
-
-# Defaults set before vLLM is imported (a value already in the environment wins).
-VLLM_ENV_DEFAULTS = {"HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": "127.0.0.1"}
+from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, Realization, RealizeJob
+from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION, VLLM_ENV_DEFAULTS
+from realizer.hf_engine import REPETITION_PENALTY, TemplatedPrompts, failed_realization
+from realizer.logs import log
 
 
 class VllmEngine(TemplatedPrompts):
@@ -54,12 +41,14 @@ class VllmEngine(TemplatedPrompts):
             os.environ.setdefault(key, value)
         from vllm import LLM
 
-        self.name = name
-        self.model_id: str | None = model
-        self.revision = revision
-        self.max_new_tokens = max_new_tokens
-        self.repetition_penalty = repetition_penalty
-        self.token_budget = token_budget
+        super().__init__(
+            name=name,
+            model_id=model,
+            revision=revision,
+            max_new_tokens=max_new_tokens,
+            repetition_penalty=repetition_penalty,
+            token_budget=token_budget,
+        )
         self.llm: Any = LLM(model=model, revision=revision, **llm_kwargs)
         self.tokenizer: Any = self.llm.get_tokenizer()
 
@@ -68,31 +57,21 @@ class VllmEngine(TemplatedPrompts):
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        answers: list[tuple[Realization, list[int]] | None] = [None] * len(jobs)
-        sent: list[int] = []
-        prompts: list[Any] = []
-        params: list[Any] = []
-        for index, job in enumerate(jobs):
-            max_new = self.new_tokens(job)
-            try:
-                ids = self.prompt_ids(job)
-            except Exception:
-                logger.exception("could not build the prompt for job %s", job.job_id)
-                answers[index] = (failed_realization(), [])
-                continue
-            if over_budget(len(ids), max_new, self.token_budget):
-                answers[index] = (over_budget_realization(len(ids)), [])
-                continue
-            sent.append(index)
-            prompts.append(TokensPrompt(prompt_token_ids=ids))
-            params.append(
-                SamplingParams(temperature=0.0, max_tokens=max_new, repetition_penalty=self.repetition_penalty)
-            )
+        known, ready = self.prepare(jobs)
+        answers: list[tuple[Realization, list[int]] | None] = [
+            None if realization is None else (realization, []) for realization in known
+        ]
+        sent = [index for index, _, _ in ready]
+        prompts: list[Any] = [TokensPrompt(prompt_token_ids=ids) for _, ids, _ in ready]
+        params: list[Any] = [
+            SamplingParams(temperature=0.0, max_tokens=cap, repetition_penalty=self.repetition_penalty)
+            for _, _, cap in ready
+        ]
         if prompts:
             try:
                 outputs = self.llm.generate(prompts, params, use_tqdm=False)
-            except Exception:
-                logger.exception("vLLM failed on a batch of %d jobs", len(prompts))
+            except Exception as exc:
+                log.error("vLLM failed on a batch", extra={"jobs": len(prompts), "error": type(exc).__name__})
                 outputs = []
             by_index = dict(zip(sent, outputs, strict=False))
             for index in sent:

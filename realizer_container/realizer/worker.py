@@ -23,7 +23,6 @@ batch finish, be answered and deleted. Logs carry ids and counts, never a messag
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import traceback
@@ -34,8 +33,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from dialogue.realize import RealizedReply, RealizeJob
-from realizer.engines import Engine, Realization
+from dialogue.realize import Realization, RealizedReply, RealizeJob
+from realizer.engines import Engine
+from realizer.logs import log
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 else:
     SQSClient = Any
 
-log = logging.getLogger("realizer")
 
 SQS_BATCH_LIMIT = 10
 """Entries per SendMessageBatch / DeleteMessageBatch / ChangeMessageVisibilityBatch call."""
@@ -348,29 +347,10 @@ class RealizerWorker:
         change_visibility(self._client, self._realize_queue_url, handles, self._retry_delay)
 
     def _reply(self, job: RealizeJob, realization: Realization) -> RealizedReply:
-        common: dict[str, Any] = {
-            "job": job,
-            "engine": self._engine.name,
-            "model_id": self._engine.model_id,
-            "revision": self._engine.revision,
-        }
-        try:
-            return RealizedReply(**common, **realization.model_dump())
-        except ValidationError as exc:
-            # An output the contract refuses (e.g. too long) is answered as a failure, so the turn gets
-            # its fixed fallback now instead of after retries and the DLQ.
-            log.warning(
-                "realization refused; sent as failed", extra={"job_id": job.job_id, "errors": exc.error_count()}
-            )
-            return RealizedReply(
-                **common,
-                text="",
-                ended_by_eos=False,
-                hit_token_cap=realization.hit_token_cap,
-                failed=True,
-                prompt_tokens=realization.prompt_tokens,
-                output_tokens=realization.output_tokens,
-            )
+        engine = self._engine
+        return RealizedReply(
+            job=job, engine=engine.name, model_id=engine.model_id, revision=engine.revision, **realization.model_dump()
+        )
 
     def _send(self, replies: Sequence[RealizedReply]) -> list[int]:
         """Send the replies, batching by count and bytes. Returns the indexes the queue accepted."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from realizer.hf_engine import QWEN_MODEL_ID, QWEN_REVISION
+from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "realizer_container" / "Dockerfile"
@@ -149,3 +149,41 @@ def test_image_requirements_are_pinned_like_the_rest_of_the_project() -> None:
     ).read_text()
     for name in ("pydantic", "boto3"):
         assert f"{name}=={pins[name]}" in elsewhere, f"{name} differs from the layer / dev pins"
+
+
+def test_the_image_holds_what_the_realizer_runs(steps: list[tuple[str, str]], tmp_path: Path) -> None:
+    """The COPY steps, laid out as in the image, are enough to import the worker and both engines:
+    nothing the realizer runs is missing, and what the Lambdas alone run (store, screens) is left out."""
+    import shutil
+
+    workdir = tmp_path / "opt-realizer"
+    for keyword, arguments in steps:
+        if keyword != "COPY" or "requirements.txt" in arguments:
+            continue
+        *sources, destination = arguments.split()
+        target = workdir / destination.removeprefix("./")
+        for source in sources:
+            origin = ROOT / source
+            if origin.is_dir():
+                shutil.copytree(origin, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(origin, target / origin.name)
+    code = (
+        "import sys, dialogue, realizer; "
+        "import dialogue.realize, realizer.worker, realizer.healthcheck, realizer.__main__, realizer.engines; "
+        "import realizer.hf_engine, realizer.vllm_engine; "
+        "print(dialogue.__file__); print(realizer.__file__)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(workdir), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert all(line.startswith(str(workdir)) for line in result.stdout.splitlines())
+    shipped = {path.name for path in (workdir / "dialogue").iterdir()}
+    assert not shipped & {"store.py", "screens.py", "conversation.py", "understanding.py"}

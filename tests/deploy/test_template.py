@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from cfnlint.decode import decode
+from commands import run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -168,17 +169,6 @@ def test_layer_is_built_by_its_makefile_with_the_domain_pack(template: dict[str,
     assert '$(ARTIFACTS_DIR)/python"' in makefile
 
 
-def test_screen_function_reports_partial_batch_failures(template: dict[str, Any]) -> None:
-    """The screen function reads ScreenQueue in batches of 10 and reports failed records one by one."""
-    events = function_properties(template, "ScreenReplyFunction")["Events"]
-    sqs_events = [event["Properties"] for event in events.values() if event["Type"] == "SQS"]
-    assert len(sqs_events) == 1
-    (event,) = sqs_events
-    assert referenced_id(event["Queue"]) == "ScreenQueue"
-    assert event["BatchSize"] == 10
-    assert "ReportBatchItemFailures" in event["FunctionResponseTypes"]
-
-
 def test_screen_queue_visibility_is_six_times_the_function_timeout(template: dict[str, Any]) -> None:
     """A message stays hidden long enough for Lambda's retries of the batch holding it."""
     timeout = function_properties(template, "ScreenReplyFunction")["Timeout"]
@@ -224,18 +214,31 @@ def test_http_api_routes(template: dict[str, Any]) -> None:
     assert routes == ROUTES
 
 
-def test_conversation_table_keys_and_ttl(template: dict[str, Any]) -> None:
-    """The table is keyed by pk/sk strings and expires items through TTL on expires_at."""
-    props = template["Resources"]["ConversationTable"]["Properties"]
-    assert {(key["AttributeName"], key["KeyType"]) for key in props["KeySchema"]} == {
-        ("pk", "HASH"),
-        ("sk", "RANGE"),
-    }
-    assert {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]} == {
-        ("pk", "S"),
-        ("sk", "S"),
-    }
-    assert props["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any]) -> None:
+    """Keys, key types, TTL attribute and stream of both tables are those devstack creates on moto, so every
+    moto test runs against the deployed shape."""
+    import boto3
+    from moto import mock_aws
+
+    from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, create_resources
+
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_resources(dynamodb, boto3.client("sqs", region_name="us-east-1"))
+        local = {
+            name: (
+                dynamodb.describe_table(TableName=table)["Table"],
+                dynamodb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]["AttributeName"],
+            )
+            for name, table in (("ConversationTable", TABLE_NAME), ("IdempotencyTable", IDEMPOTENCY_TABLE_NAME))
+        }
+    for name, (table, ttl_attribute) in local.items():
+        deployed = template["Resources"][name]["Properties"]
+        assert deployed["KeySchema"] == table["KeySchema"], name
+        assert sorted(map(str, deployed["AttributeDefinitions"])) == sorted(map(str, table["AttributeDefinitions"]))
+        assert deployed["TimeToLiveSpecification"] == {"AttributeName": ttl_attribute, "Enabled": True}, name
+        view = table.get("StreamSpecification", {}).get("StreamViewType")
+        assert deployed.get("StreamSpecification", {}).get("StreamViewType") == view, name
 
 
 def test_no_iam_statement_uses_a_wildcard_action(template: dict[str, Any]) -> None:
@@ -423,7 +426,9 @@ def test_reply_deadline_fits_an_sqs_delay(template: dict[str, Any]) -> None:
 
     parameter = template["Parameters"]["ReplyDeadlineSeconds"]
     assert parameter["MaxValue"] <= MAX_SQS_DELAY_SECONDS
-    assert Settings.model_fields["reply_deadline_seconds"].metadata[-1].le == MAX_SQS_DELAY_SECONDS
+    Settings(table_name="conversations", reply_deadline_seconds=MAX_SQS_DELAY_SECONDS)
+    with pytest.raises(ValueError):
+        Settings(table_name="conversations", reply_deadline_seconds=MAX_SQS_DELAY_SECONDS + 1)
 
 
 def test_pending_turns_reach_the_dispatch_function_through_the_table_stream(template: dict[str, Any]) -> None:
@@ -681,14 +686,15 @@ def test_metric_names_exist(template: dict[str, Any]) -> None:
         assert metric["MetricName"] in KNOWN_METRICS[metric["Namespace"]], metric
 
 
-def test_parameters_and_outputs(template: dict[str, Any]) -> None:
-    parameters = template["Parameters"]
-    assert parameters["VpcSubnetIds"]["Type"] == "List<AWS::EC2::Subnet::Id>"
-    assert parameters["GpuInstanceType"]["Default"] in {"g5.xlarge", "g6.xlarge"}
-    assert parameters["RealizerMinTasks"]["Default"] == 0
-    assert parameters["RealizerMaxTasks"]["Default"] == 2
-    for name in ("Stage", "RealizerImageUri", "RetentionDays", "ReplyDeadlineSeconds", "LogLevel"):
-        assert name in parameters
+def test_every_parameter_is_in_the_deploy_guide_and_the_outputs_exist(template: dict[str, Any]) -> None:
+    """The guide's parameter table names exactly the template's parameters, with their defaults, and the
+    outputs the guide and env.json rely on exist."""
+    guide = (ROOT / "docs" / "DEPLOY.md").read_text()
+    documented = dict(re.findall(r"^\| `([A-Z][A-Za-z]+)` \| ([^|]+) \|", guide, flags=re.MULTILINE))
+    assert set(documented) == set(template["Parameters"])
+    for name, parameter in template["Parameters"].items():
+        if "Default" in parameter and parameter["Default"] not in ("", None) and not name.endswith("AmiId"):
+            assert f"`{parameter['Default']}`" in documented[name], name
     assert set(template["Outputs"]) >= REQUIRED_OUTPUTS
 
 
@@ -728,14 +734,10 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # SAM's python3.12 builder and the layer's Makefile want a python3.12 / python3 on PATH: the
     # tools' venv has both.
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PATH": f"{sam.parent}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(
+    result = run_command(
         [str(sam), "build", "--template-file", str(TEMPLATE), "--build-dir", str(build_dir), "--region", "us-east-1"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
         env=env,
         timeout=600,
-        check=False,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return build_dir
@@ -743,7 +745,9 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_sam_build_layer_holds_the_package_its_dependencies_and_the_pack(sam_build: Path) -> None:
     layer = sam_build / "DialogueLayer"
-    assert (layer / "python" / "dialogue" / "pack.py").is_file()
+    assert (layer / "python" / "dialogue" / "pack" / "schema.py").is_file()
+    assert (layer / "python" / "dialogue" / "screens.py").is_file()
+    assert (layer / "python" / "pydantic_settings").is_dir()
     assert (layer / "python" / "aws_lambda_powertools").is_dir()
     assert (layer / "python" / "pydantic").is_dir()
     # Tracer() imports the X-Ray SDK at module load; the python3.12 runtime does not ship it.

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import Any
 
 import pytest
+from commands import run_command
 from tinyqwen_support import (
     LENGTH_TOKENS,
     ROOT,
@@ -38,12 +38,12 @@ from tinyqwen_support import (
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizeJob
-from realizer.vllm_engine import VLLM_ENV_DEFAULTS
+from realizer.engines import VLLM_ENV_DEFAULTS
 
 
 @pytest.fixture(scope="session")
 def qwen_tokenizer() -> Any:
-    from realizer.chat_template import build_qwen25_tokenizer
+    from devstack.qwen_chat import build_qwen25_tokenizer
 
     return build_qwen25_tokenizer()
 
@@ -116,14 +116,11 @@ def vllm_run(tiny_qwen: TinyQwen, tmp_path_factory: pytest.TempPathFactory) -> V
         "TOKENIZERS_PARALLELISM": "false",
     }
     started = time.monotonic()
-    completed = subprocess.run(
+    completed = run_command(
         [sys.executable, str(VLLM_SCRIPT), str(work / "request.json"), str(work / "result.json")],
         env=env,
         cwd=work,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     if completed.returncode != 0:
         pytest.fail(f"vLLM subprocess failed ({completed.returncode}):\n{completed.stderr[-6000:]}")

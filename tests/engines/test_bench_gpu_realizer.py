@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from commands import run_command
+
 from bench.gpu_realizer import MODEL_ID, REVISION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,15 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_benchmark(hf_home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
     env.pop("HF_HUB_CACHE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "bench.gpu_realizer", "--batch-sizes", "1"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_command([sys.executable, "-m", "bench.gpu_realizer", "--batch-sizes", "1"], env=env, timeout=300)
 
 
 def one_sentence(text: str) -> bool:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from realizer.vllm_engine import VLLM_ENV_DEFAULTS
+from realizer.engines import VLLM_ENV_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 

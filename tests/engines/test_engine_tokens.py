@@ -4,26 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from seed_prompts import SEED_C1_T3_PROMPT
+
 from dialogue.pack import DomainPack, ScriptedTurn
 from dialogue.realize import RealizeJob
-
-# The seed's "State realizer prompt for C1 turn 3", exactly as it printed it.
-SEED_C1_T3_PROMPT = (
-    "<|im_start|>system\n"
-    "Write one brief enrollment-assistant reply. Use only the action, slots, and handbook facts supplied. "
-    "Do not promise approval, payment, or a staff decision.<|im_end|>\n"
-    "<|im_start|>user\n"
-    "ACTION: inform\n"
-    "ACTION MEANING: Answer only from the handbook facts. Do not add enrollment status.\n"
-    "SLOTS:\n"
-    "program=data_support\n"
-    "childcare_needed=unknown\n"
-    "contact_channel=email\n"
-    "HANDBOOK FACTS:\n"
-    "H06: Data Support Certificate classes meet on Monday and Wednesday evenings from 6 p.m. to 9 p.m. "
-    "The course lasts 12 weeks.<|im_end|>\n"
-    "<|im_start|>assistant\n"
-)
 
 
 def count(tokenizer: Any, text: str) -> int:

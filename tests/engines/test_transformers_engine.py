@@ -1,4 +1,5 @@
-"""The transformers engine on the tiny random Qwen2 model: counts, length, stop, budget and failure paths."""
+"""The transformers engine on the tiny random Qwen2 model: batches, counts, length, stop, budget and failure
+paths."""
 
 from __future__ import annotations
 
@@ -92,24 +93,46 @@ def test_engine_cap_limits_the_job(hf_engine: TransformersEngine, tiny_qwen: Tin
     assert (realization.output_tokens, realization.hit_token_cap) == (3, True)
 
 
-def test_a_failing_job_does_not_sink_the_batch(
+def test_a_job_whose_prompt_fails_does_not_sink_the_batch(
     hf_engine: TransformersEngine, tiny_qwen: TinyQwen, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad = tiny_qwen.jobs["C2t1"]
-    bad_prompt = hf_engine.prompt_ids(bad)
-    original = hf_engine.generate_ids
+    original = hf_engine.prompt_ids
 
-    def flaky(prompt_ids: list[int], max_new_tokens: int) -> list[int]:
-        if list(prompt_ids) == bad_prompt:
-            raise RuntimeError("out of memory")
-        return original(prompt_ids, max_new_tokens)
+    def flaky(job: object) -> list[int]:
+        if job is bad:
+            raise RuntimeError("template error")
+        return original(job)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(hf_engine, "generate_ids", flaky)
+    monkeypatch.setattr(hf_engine, "prompt_ids", flaky)
     first, second = hf_engine.realize([bad, tiny_qwen.jobs["length"]])
     assert first.failed is True
     assert (first.text, first.ended_by_eos, first.hit_token_cap) == ("", False, False)
-    assert first.prompt_tokens == len(bad_prompt)
     assert second.failed is False and second.hit_token_cap is True
+
+
+def test_a_failing_generate_fails_its_batch_and_the_next_goes_on(
+    hf_engine: TransformersEngine, tiny_qwen: TinyQwen, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = [tiny_qwen.jobs["C2t1"], tiny_qwen.jobs["length"]]
+    original = hf_engine.model.generate
+    monkeypatch.setattr(hf_engine.model, "generate", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("OOM")))
+    failed = hf_engine.realize(jobs)
+    assert [r.failed for r in failed] == [True, True]
+    assert [r.prompt_tokens for r in failed] == [len(hf_engine.prompt_ids(job)) for job in jobs]
+    monkeypatch.setattr(hf_engine.model, "generate", original)
+    assert [r.failed for r in hf_engine.realize(jobs)] == [False, False]
+
+
+def test_a_batch_words_each_job_as_it_would_alone(hf_engine: TransformersEngine, tiny_qwen: TinyQwen) -> None:
+    """Left padding and each job's own cap: the batch's ids are each job's ids alone (prompts of different
+    lengths, one that stops early, one that runs to its cap)."""
+    jobs = [tiny_qwen.jobs[name] for name in ("stop", "C1t3", "length", "C2t1", "C1t1")]
+    assert len({len(hf_engine.prompt_ids(job)) for job in jobs}) > 1
+    batched = hf_engine.realize(jobs)
+    for job, realization in zip(jobs, batched, strict=True):
+        [alone] = hf_engine.realize([job])
+        assert realization == alone, job.job_id
 
 
 def test_eos_ids_come_from_tokenizer_and_generation_config(hf_engine: TransformersEngine) -> None:

@@ -128,9 +128,6 @@ def pool(served_api: Any, fuzz_session: requests.Session, budget: Budget) -> Con
 def _load_schema() -> Any:
     """The document `devstack serve` serves, generated here too so the cases exist at collection time
     (test_the_fuzzed_document_is_the_served_one checks the two are the same)."""
-    from devstack.paths import add_project_paths
-
-    add_project_paths()
     from devstack.serve import openapi_document
     from devstack.stack import local_stack
 

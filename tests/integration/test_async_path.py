@@ -146,15 +146,13 @@ def stored_turn(stack: LocalStack, conversation_id: str, turn_id: int = 1) -> di
     reply = items.get(f"TURN#{turn_id:06d}#REPLY")
     return {
         "status": turn["status"]["S"],
-        "screen_bits": int(turn.get("screen_bits", {"N": "0"})["N"]),
+        "screens_fired": set(turn.get("screens_fired", {"SS": []})["SS"]),
         "fallback_used": turn.get("fallback_used", {"BOOL": False})["BOOL"],
         "reply": reply["reply"]["S"] if reply else None,
     }
 
 
 def test_deadline_holds_with_the_realizer_stopped_and_no_reader(stack: LocalStack) -> None:
-    from dialogue.actions import Screen
-
     # Given a generated turn, dispatched, with the realizer stopped and nobody reading the turn
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
@@ -169,7 +167,7 @@ def test_deadline_holds_with_the_realizer_stopped_and_no_reader(stack: LocalStac
     assert stack.run_screen_function() == 1
     assert stored_turn(stack, conversation_id) == {
         "status": "final",
-        "screen_bits": Screen.DEADLINE.bit,
+        "screens_fired": {"deadline"},
         "fallback_used": True,
         "reply": FORKLIFT_BY_PHONE_FALLBACK,
     }

@@ -22,7 +22,6 @@ import pytest
 
 from devstack.events import FakeLambdaContext
 from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
-from dialogue.actions import Screen
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -240,7 +239,7 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     assert item["status"] == {"S": "final"}
     assert item["fallback_used"] == {"BOOL": True}
     assert item["reply_screen"] == {"S": "held for human review"}
-    assert int(item["screen_bits"]["N"]) & Screen.PROMISE_WORDS.bit
+    assert "promise_words" in item["screens_fired"]["SS"]
 
     # A batch with one good record and one unreadable one: only the bad one is reported failed.
     batch = load("sqs-screen-bad-record.json")
@@ -253,7 +252,7 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     assert deployment.sqs("sqs-screen-deadline.json") == {"batchItemFailures": []}
     item = deployment.turn_item(1)
     assert (item["status"], item["fallback_used"]) == ({"S": "final"}, {"BOOL": True})
-    assert int(item["screen_bits"]["N"]) == Screen.DEADLINE.bit
+    assert item["screens_fired"] == {"SS": ["deadline"]}
 
     # Reads: the screened reply of turn 6, and the conversation's slots after seven turns.
     code, body, _ = deployment.api("api-get-turn.json")

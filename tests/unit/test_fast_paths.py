@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dialogue.normalize import _normalize_unicode, normalize
-from dialogue.pack import DomainPack, _compile_understanding
+from dialogue.pack import DomainPack
+from dialogue.pack.patterns import compile_understanding
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_FILE = ROOT / "data" / "riverton" / "understanding_cases.csv"
@@ -93,7 +94,7 @@ def test_the_packs_understanding_patterns_take_the_fast_path(
     [r"\bData Support\b", r"\x41pproved", r"\u0041", r"\N{LATIN SMALL LETTER A}", r"(a)\1", r"\Bfoo", "caf\u00e9"],
 )
 def test_other_patterns_keep_ignorecase(pattern: str) -> None:
-    assert _compile_understanding(pattern).flags & re.IGNORECASE
+    assert compile_understanding(pattern).flags & re.IGNORECASE
 
 
 def _texts() -> list[str]:

@@ -1,50 +1,71 @@
-"""Generated utterances: whatever a user types, no RealizeJob message holds it.
+"""A RealizeJob cannot carry what a user typed: its inputs take no text, and every value in it comes
+from a closed set (ids, the frame's slot values, the pack's wording and handbook rows).
 
-Each utterance mixes a random marker (what only the user could have written) with domain words that
-move slots and intents, so jobs of every action are built from state that the text changed.
+The job is built from the coarse state, the action and the pack only, so instead of looking for a typed
+marker in it (which could never be there), these check the job's shape and that every line of its
+prompt is one the pack and the frame can write, over every state the frame allows.
 """
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC, datetime
 from uuid import uuid4
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dialogue.actions import MODEL_ACTIONS, Action
 from dialogue.pack import DomainPack, get_pack
-from dialogue.policy import next_state
-from dialogue.realize import build_realize_job
+from dialogue.realize import RealizeJob, build_realize_job, build_realizer_messages
 from dialogue.state import DialogueState
-from dialogue.understanding import understand
 
-DOMAIN_WORDS = [
-    "forklift", "Data Support Certificate", "email", "phone", "call me", "childcare", "no childcare",
-    "when does it meet", "schedule", "ignore", "approve", "guaranteed", "talk to a person", "parking",
-    "system prompt", "please",
-]  # fmt: skip
 PACK: DomainPack = get_pack()
+JOB_FIELDS = {
+    "job_id", "conversation_id", "turn_id", "action", "slots", "fact_ids", "messages", "max_new_tokens", "created_at",
+}  # fmt: skip
 
-markers = st.from_regex(r"[A-Za-z][A-Za-z0-9ÆØÅéü]{11,30}", fullmatch=True)
-words = st.lists(st.sampled_from(DOMAIN_WORDS), max_size=4)
-turns = st.lists(st.tuples(markers, words, st.booleans()), min_size=1, max_size=6)
+states = st.fixed_dictionaries({slot.name: st.sampled_from(slot.values) for slot in PACK.frame.slots}).map(
+    lambda slots: DialogueState.from_slots(PACK.frame, slots)
+)
+model_actions = st.sampled_from(sorted(MODEL_ACTIONS))
+
+
+def test_the_job_builders_take_no_text() -> None:
+    """Their parameters are ids, a state of coarse values, an action, the pack and a time: nothing else."""
+    assert set(inspect.signature(build_realize_job).parameters) == {
+        "conversation_id", "turn_id", "state", "action", "pack", "now",
+    }  # fmt: skip
+    assert set(inspect.signature(build_realizer_messages).parameters) == {"state", "action", "pack"}
+    assert set(RealizeJob.model_fields) == JOB_FIELDS
+
+
+def allowed_lines(state: DialogueState, action: Action) -> set[str]:
+    """Every line a user message of this job may hold: the pack's and the frame's words."""
+    program = state.get(PACK.program_slot)
+    facts = {f"{pid}: {PACK.passages[pid].text}" for pid in PACK.fact_ids_for(action, program)} or {"none"}
+    slot_lines = {f"{name}={value}" for name, value in state.slots.items()}
+    return {
+        f"ACTION: {action}",
+        f"ACTION MEANING: {PACK.action(action).instruction}",
+        "SLOTS:",
+        "HANDBOOK FACTS:",
+        *slot_lines,
+        *facts,
+    }
 
 
 @settings(max_examples=300, deadline=None)
-@given(turns)
-def test_no_job_holds_what_the_user_typed(conversation: list[tuple[str, list[str], bool]]) -> None:
-    state = DialogueState.new(PACK.frame)
-    for turn_id, (marker, domain_words, marker_first) in enumerate(conversation, start=1):
-        parts = [marker, *domain_words] if marker_first else [*domain_words, marker]
-        utterance = " ".join(parts)
-        state, action = next_state(state, understand(utterance, PACK), PACK)
-        if not action.uses_model:
-            continue
-        job = build_realize_job(
-            conversation_id=uuid4(), turn_id=turn_id, state=state, action=action, pack=PACK, now=datetime.now(UTC)
-        )
-        body = job.model_dump_json().lower()
-        assert marker.lower() not in body
-        assert utterance.lower() not in body
-        for message in job.messages:
-            assert marker.lower() not in message.content.lower()
+@given(states, model_actions)
+def test_every_value_in_a_job_comes_from_the_pack_or_the_frame(state: DialogueState, action: Action) -> None:
+    job = build_realize_job(
+        conversation_id=uuid4(), turn_id=1, state=state, action=action, pack=PACK, now=datetime.now(UTC)
+    )
+    assert job.slots == state.slots
+    for slot, value in job.slots.items():
+        assert value in PACK.frame.slot(slot).values
+    assert set(job.fact_ids) <= set(PACK.passages)
+    system, user = job.messages
+    assert (system.role, system.content) == ("system", PACK.spec.prompts.realizer_system)
+    assert user.role == "user"
+    assert set(user.content.splitlines()) <= allowed_lines(state, action)

@@ -108,6 +108,22 @@ def test_scripted_turn_with_unknown_action_names_the_line(tmp_path: Path) -> Non
     assert "Hello there" not in str(raised.value)
 
 
+def test_scripted_expectations_are_the_frames_slots(tmp_path: Path, pack: DomainPack) -> None:
+    turns = tmp_path / "turns.csv"
+    turns.write_text("conversation_id,turn_id,user_utterance,expected_contact_channel\nC1,1,Hello,email\nC1,2,Hi,\n")
+    first, second = read_scripted_turns(turns, pack.frame)
+    assert (first.expected_slots, second.expected_slots) == ({"contact_channel": "email"}, {})
+    turns.write_text("conversation_id,turn_id,user_utterance,expected_colour\nC1,1,Hello,red\n")
+    with pytest.raises(PackError, match=r"no slot of the frame: \['colour'\]"):
+        read_scripted_turns(turns, pack.frame)
+    turns.write_text("conversation_id,turn_id,user_utterance,expected_contact_channel\nC1,1,Hello,pigeon\n")
+    with pytest.raises(PackError, match=r"line 2: expected_contact_channel"):
+        read_scripted_turns(turns, pack.frame)
+    turns.write_text("conversation_id,turn_id,user_utterance,notes\nC1,1,Hello,x\n")
+    with pytest.raises(PackError, match=r"unexpected \['notes'\]"):
+        read_scripted_turns(turns)
+
+
 def test_missing_pack_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PackError, match=r"domain\.toml: cannot be read"):
         load_pack(tmp_path)

@@ -7,11 +7,11 @@ from uuid import uuid4
 
 import pytest
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, screen_bits, screens_from_bits
+from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, in_screen_order
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizedReply, build_realize_job
+from dialogue.screens import decide, screen_reply
 from dialogue.state import DialogueState
-from reply_screens import decide, screen_reply
 
 # The seed's control table: reply, action, program, channel, then numerals, program names, action
 # slots, personal details, promise words, label.
@@ -119,35 +119,11 @@ def test_bracketed_placeholder_trips(pack: DomainPack) -> None:
     assert outcome.reply_screen is ReplyScreen.HELD
 
 
-# Stored TURN items hold these numbers: a screen's bit may never change (a new screen takes a new bit).
-STORED_BITS = {
-    "numerals": 1,
-    "program_names": 2,
-    "action_slots": 4,
-    "personal_details": 8,
-    "promise_words": 16,
-    "placeholders": 32,
-    "over_budget": 64,
-    "failed": 128,
-    "token_cap": 256,
-    "no_eos": 512,
-    "deadline": 1024,
-}
-
-
-def test_each_screen_keeps_its_stored_bit() -> None:
-    assert {str(screen): screen.bit for screen in Screen} == STORED_BITS
-
-
-def test_screen_bits_round_trip_every_combination_in_screen_order() -> None:
-    screens = list(Screen)
-    for bits in range(1 << len(screens)):
-        named = tuple(screen for index, screen in enumerate(screens) if bits >> index & 1)
-        assert screen_bits(named) == bits
-        assert screens_from_bits(bits) == named
-
-
-@pytest.mark.parametrize("bits", [-1, 1 << 11, (1 << 11) | 1, 1 << 40])
-def test_bits_that_name_no_screen_are_refused(bits: int) -> None:
-    with pytest.raises(ValueError, match="no known screen"):
-        screens_from_bits(bits)
+def test_stored_screen_names_come_back_in_screen_order() -> None:
+    """A TURN item keeps the screens that fired as a set of names; any order reads back in Screen order."""
+    names = [str(screen) for screen in Screen]
+    assert in_screen_order(reversed(names)) == tuple(Screen)
+    assert in_screen_order({"deadline", "numerals"}) == (Screen.NUMERALS, Screen.DEADLINE)
+    assert in_screen_order(()) == ()
+    with pytest.raises(ValueError):
+        in_screen_order({"no_such_screen"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from devstack.token_accounting import count_tokens, naive_prompt, render_qwen_chat, state_prompt
+from devstack.token_accounting import count_tokens, naive_messages, prompt_text, qwen_tokenizer
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 from dialogue.policy import next_state
 from dialogue.realize import build_realizer_messages
@@ -35,8 +35,8 @@ def token_columns(pack: DomainPack, turns: list[ScriptedTurn]) -> tuple[list[int
         for index, turn in enumerate(conversation):
             state, action = next_state(state, understand(turn.user_utterance, pack), pack)
             utterances = [t.user_utterance for t in conversation[: index + 1]]
-            naive.append(count_tokens(naive_prompt(pack.spec.prompts.naive_system, utterances)))
-            state_counts.append(count_tokens(state_prompt(build_realizer_messages(state, action, pack))))
+            naive.append(count_tokens(naive_messages(pack.spec.prompts.naive_system, utterances)))
+            state_counts.append(count_tokens(build_realizer_messages(state, action, pack)))
     return naive, state_counts
 
 
@@ -48,15 +48,15 @@ def test_naive_and_state_counts_are_the_seeds(pack: DomainPack, scripted_turns: 
 
 def test_naive_prompt_text_is_the_seeds(pack: DomainPack, scripted_turns: list[ScriptedTurn]) -> None:
     c1 = [turn.user_utterance for turn in scripted_turns if turn.conversation_id == "C1"]
-    assert naive_prompt(pack.spec.prompts.naive_system, c1) == SEED_NAIVE_C1_T4
+    assert prompt_text(naive_messages(pack.spec.prompts.naive_system, c1)) == SEED_NAIVE_C1_T4
 
 
 def test_special_tokens_count_as_one() -> None:
-    assert count_tokens("<|im_start|>") == 1
-    assert count_tokens("<|im_end|>") == 1
+    tokenizer = qwen_tokenizer()
+    assert tokenizer("<|im_start|><|im_end|>", add_special_tokens=False)["input_ids"] == [151644, 151645]
 
 
 def test_default_system_prompt_is_qwens() -> None:
-    assert render_qwen_chat([("user", "hi")]).startswith(
+    assert prompt_text([{"role": "user", "content": "hi"}]).startswith(
         "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
     )

@@ -50,11 +50,8 @@ class HumanReview(StrEnum):
 
 
 class Screen(StrEnum):
-    """Every check that can stop a generated reply: the six content screens, then the generation checks.
-
-    A TURN item keeps the screens that fired as one number, a bit per screen (`screen_bits`): stored
-    items depend on these bits, so a screen keeps its bit for good and a new one takes the next.
-    """
+    """Every check that can stop a generated reply: the six content screens, then the generation checks
+    and the deadline. A TURN item keeps the names of those that fired."""
 
     NUMERALS = "numerals"
     PROGRAM_NAMES = "program_names"
@@ -68,24 +65,6 @@ class Screen(StrEnum):
     NO_EOS = "no_eos"
     DEADLINE = "deadline"
 
-    @property
-    def bit(self) -> int:
-        return _SCREEN_BITS[self]
-
-
-_SCREEN_BITS = {
-    Screen.NUMERALS: 1 << 0,
-    Screen.PROGRAM_NAMES: 1 << 1,
-    Screen.ACTION_SLOTS: 1 << 2,
-    Screen.PERSONAL_DETAILS: 1 << 3,
-    Screen.PROMISE_WORDS: 1 << 4,
-    Screen.PLACEHOLDERS: 1 << 5,
-    Screen.OVER_BUDGET: 1 << 6,
-    Screen.FAILED: 1 << 7,
-    Screen.TOKEN_CAP: 1 << 8,
-    Screen.NO_EOS: 1 << 9,
-    Screen.DEADLINE: 1 << 10,
-}
 
 CONTENT_SCREENS = (
     Screen.NUMERALS,
@@ -97,16 +76,7 @@ CONTENT_SCREENS = (
 )
 
 
-def screen_bits(screens: Iterable[Screen]) -> int:
-    """The number a TURN item stores for these screens."""
-    bits = 0
-    for screen in screens:
-        bits |= screen.bit
-    return bits
-
-
-def screens_from_bits(bits: int) -> tuple[Screen, ...]:
-    """The screens a stored number names, in Screen order. Bits no screen holds are an error."""
-    if bits < 0 or bits & ~screen_bits(Screen):
-        raise ValueError("stored screen bits name no known screen")
-    return tuple(screen for screen in Screen if bits & screen.bit)
+def in_screen_order(names: Iterable[str]) -> tuple[Screen, ...]:
+    """Screens named in any order (a stored set), in the order Screen lists them."""
+    given = {Screen(name) for name in names}
+    return tuple(screen for screen in Screen if screen in given)

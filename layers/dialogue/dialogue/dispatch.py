@@ -25,10 +25,11 @@ from dialogue.pack import DomainPack
 from dialogue.queues import DispatchQueues
 from dialogue.realize import ReplyDeadline, build_realize_job
 from dialogue.records import TurnRecord
+from dialogue.settings import MAX_REPLY_DEADLINE_SECONDS
 from dialogue.state import DialogueState
 from dialogue.store import TURN_PREFIX
 
-MAX_SQS_DELAY_SECONDS = 900
+MAX_SQS_DELAY_SECONDS = MAX_REPLY_DEADLINE_SECONDS
 """SQS holds a message back for at most 15 minutes, so a reply deadline is at most that long."""
 
 PENDING_TURN_INSERTS: dict[str, Any] = {

@@ -35,10 +35,10 @@ def get_dispatch_queues() -> SqsDispatchQueues:
 def reset_caches() -> None:
     """Forget settings and clients, for tests and local stacks that change the environment."""
     from dialogue import idempotency
-    from dialogue.pack import _cached_pack
+    from dialogue.pack.loader import forget_loaded_packs
 
     idempotency.reset()
     get_store.cache_clear()
     get_dispatch_queues.cache_clear()
     get_settings.cache_clear()
-    _cached_pack.cache_clear()
+    forget_loaded_packs()

@@ -31,18 +31,15 @@ class SqsDispatchQueues:
         self._screen_queue_url = screen_queue_url
 
     def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None:
-        self._send(self._screen_queue_url, deadline.model_dump_json(), "deadline", DelaySeconds=delay_seconds)
-
-    def send_job(self, job: RealizeJob) -> None:
-        self._send(self._realize_queue_url, job.model_dump_json(), str(job.action))
-
-    def _send(self, queue_url: str, body: str, kind: str, **options: Any) -> None:
         try:
             self._client.send_message(
-                QueueUrl=queue_url,
-                MessageBody=body,
-                MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
-                **options,
+                QueueUrl=self._screen_queue_url, MessageBody=deadline.model_dump_json(), DelaySeconds=delay_seconds
             )
+        except (ClientError, BotoCoreError):
+            raise QueueUnavailable() from None
+
+    def send_job(self, job: RealizeJob) -> None:
+        try:
+            self._client.send_message(QueueUrl=self._realize_queue_url, MessageBody=job.model_dump_json())
         except (ClientError, BotoCoreError):
             raise QueueUnavailable() from None

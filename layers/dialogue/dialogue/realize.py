@@ -54,22 +54,27 @@ class RealizeJob(BaseModel):
     created_at: datetime
 
 
-class RealizedReply(BaseModel):
-    """A worded reply, as sent on the screen queue; `text` is model output, not user text."""
+class Realization(BaseModel):
+    """What an engine made of one job: the wording (model output, never user text) and how it ended."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
-    job: RealizeJob
     text: Annotated[str, Field(max_length=8000)]
-    engine: Annotated[str, Field(min_length=1, max_length=64)]
-    model_id: str | None = None
-    revision: str | None = None
-    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
-    output_tokens: Annotated[int, Field(ge=0)] | None = None
     ended_by_eos: bool
     hit_token_cap: bool
     failed: bool = False
     over_budget: bool = False
+    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
+    output_tokens: Annotated[int, Field(ge=0)] | None = None
+
+
+class RealizedReply(Realization):
+    """A realization with its job and the engine that made it, as sent on the screen queue."""
+
+    job: RealizeJob
+    engine: Annotated[str, Field(min_length=1, max_length=64)]
+    model_id: str | None = None
+    revision: str | None = None
 
 
 class ReplyDeadline(BaseModel):

@@ -11,8 +11,9 @@ dialogue.dispatch). Items hold slots, actions, flags, timestamps and a hash of e
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -20,15 +21,26 @@ from uuid import UUID
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dialogue.actions import screen_bits, screens_from_bits
+from dialogue.actions import in_screen_order
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
 from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import GetItemOutputTypeDef
 else:
-    DynamoDBClient = Any
+    DynamoDBClient = GetItemOutputTypeDef = Any
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """DynamoDB failing, or its answer lost, as the one error callers handle: StoreUnavailable."""
+    try:
+        yield
+    except (ClientError, BotoCoreError):
+        raise StoreUnavailable() from None
+
 
 STATE_SK = "STATE"
 TURN_PREFIX = "TURN#"
@@ -87,11 +99,13 @@ def _code_at(codes: Sequence[str], index: int) -> str:
 
 
 def _epoch(moment: datetime) -> int:
+    """A TTL attribute: DynamoDB expires items by epoch seconds."""
     return int(moment.timestamp())
 
 
-def _moment(epoch: Any) -> datetime:
-    return datetime.fromtimestamp(int(epoch), UTC)
+def stored_time(moment: datetime) -> str:
+    """Every time an item keeps, in one format: ISO 8601 in UTC, to the millisecond."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 _serializer = TypeSerializer()
@@ -107,18 +121,9 @@ def turn_from_item(item: Mapping[str, Any]) -> TurnRecord:
         raise ValueError("the item is not a TURN item")
     conversation_id = UUID(str(plain.pop("pk", "")).removeprefix("CONV#"))
     plain.pop("expires_at", None)
-    created = plain.pop("created_at")
-    finalized = plain.pop("finalized_at", None)
-    fired = screens_from_bits(int(plain.pop("screen_bits", 0)))
+    fired = in_screen_order(plain.pop("screens_fired", ()))
     return TurnRecord.model_validate(
-        {
-            **plain,
-            "screens_fired": fired,
-            "conversation_id": conversation_id,
-            "turn_id": int(number),
-            "created_at": _moment(created),
-            "finalized_at": _moment(finalized) if finalized is not None else None,
-        }
+        {**plain, "screens_fired": fired, "conversation_id": conversation_id, "turn_id": int(number)}
     )
 
 
@@ -157,26 +162,26 @@ class DynamoConversationStore:
                 "slots": dict(record.state.slots),
                 "version": record.version,
                 "turn_count": record.turn_count,
-                "created_at": record.created_at.isoformat(),
-                "updated_at": record.updated_at.isoformat(),
+                "created_at": stored_time(record.created_at),
+                "updated_at": stored_time(record.updated_at),
                 "expires_at": _epoch(record.updated_at + self._retention),
             }
         )
 
     def turn_item(self, turn: TurnRecord) -> dict[str, Any]:
-        """The TURN item, kept small: the ids live only in the keys, the times as epoch seconds and the
-        screens that fired as one number (`screen_bits`, a bit per screen)."""
+        """The TURN item: the ids live only in the keys; the screens that fired are a set of their names,
+        absent while none has."""
         values = turn.model_dump(
             mode="json", exclude={"conversation_id", "turn_id", "created_at", "finalized_at", "screens_fired"}
         )
-        values["screen_bits"] = screen_bits(turn.screens_fired)
         return self._item(
             {
                 "pk": partition_key(turn.conversation_id),
                 "sk": turn_sort_key(turn.turn_id),
                 **values,
-                "created_at": _epoch(turn.created_at),
-                "finalized_at": _epoch(turn.finalized_at) if turn.finalized_at else None,
+                "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
+                "created_at": stored_time(turn.created_at),
+                "finalized_at": stored_time(turn.finalized_at) if turn.finalized_at else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
             }
         )
@@ -194,20 +199,13 @@ class DynamoConversationStore:
     # --- operations ------------------------------------------------------------------------------
 
     def create_conversation(self, record: ConversationRecord) -> None:
-        self._call(
-            "put_item",
-            TableName=self._table,
-            Item=self._state_item(record),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+        with _store_errors():
+            self._client.put_item(
+                TableName=self._table, Item=self._state_item(record), ConditionExpression="attribute_not_exists(pk)"
+            )
 
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None:
-        response = self._call(
-            "get_item",
-            TableName=self._table,
-            Key=self._item({"pk": partition_key(conversation_id), "sk": STATE_SK}),
-            ConsistentRead=True,
-        )
+        response = self._get(conversation_id, STATE_SK)
         if "Item" not in response:
             return None
         plain = self._plain(response["Item"])
@@ -283,34 +281,19 @@ class DynamoConversationStore:
         return turn.turn_id
 
     def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
-        response = self._call(
-            "get_item",
-            TableName=self._table,
-            Key=self._item({"pk": partition_key(conversation_id), "sk": request_sort_key(request_key)}),
-            ConsistentRead=True,
-        )
+        response = self._get(conversation_id, request_sort_key(request_key))
         if "Item" not in response:  # expired between the write and this read: the client may send it again
             raise ConcurrentTurnConflict()
         return int(self._plain(response["Item"])["turn_id"])
 
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None:
-        response = self._call(
-            "get_item",
-            TableName=self._table,
-            Key=self._item({"pk": partition_key(conversation_id), "sk": turn_sort_key(turn_id)}),
-            ConsistentRead=True,
-        )
+        response = self._get(conversation_id, turn_sort_key(turn_id))
         if "Item" not in response:
             return None
         return turn_from_item(response["Item"])
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None:
-        response = self._call(
-            "get_item",
-            TableName=self._table,
-            Key=self._item({"pk": partition_key(conversation_id), "sk": reply_sort_key(turn_id)}),
-            ConsistentRead=True,
-        )
+        response = self._get(conversation_id, reply_sort_key(turn_id))
         if "Item" not in response:
             return None
         return str(self._plain(response["Item"])["reply"])
@@ -329,10 +312,23 @@ class DynamoConversationStore:
                 "pk": partition_key(conversation_id),
                 "sk": reply_sort_key(turn_id),
                 "reply": outcome.final_reply,
-                "created_at": now.isoformat(),
+                "created_at": stored_time(now),
                 "expires_at": _epoch(now + self._reply_retention),
             }
         )
+        assignments = "#status = :final, reply_screen = :screen, human_review = :review, "
+        assignments += "fallback_used = :fallback, finalized_at = :now"
+        values: dict[str, Any] = {
+            ":final": "final",
+            ":pending": "pending",
+            ":screen": str(outcome.reply_screen),
+            ":review": str(outcome.human_review),
+            ":fallback": outcome.fallback_used,
+            ":now": stored_time(now),
+        }
+        if outcome.screens_fired:  # a string set cannot be empty: no screen, no attribute
+            assignments += ", screens_fired = :fired"
+            values[":fired"] = {str(screen) for screen in outcome.screens_fired}
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -340,23 +336,10 @@ class DynamoConversationStore:
                         "Update": {
                             "TableName": self._table,
                             "Key": key,
-                            "UpdateExpression": (
-                                "SET #status = :final, reply_screen = :screen, human_review = :review, "
-                                "screen_bits = :fired, fallback_used = :fallback, finalized_at = :now"
-                            ),
+                            "UpdateExpression": "SET " + assignments,
                             "ConditionExpression": "#status = :pending",
                             "ExpressionAttributeNames": {"#status": "status"},
-                            "ExpressionAttributeValues": self._item(
-                                {
-                                    ":final": "final",
-                                    ":pending": "pending",
-                                    ":screen": str(outcome.reply_screen),
-                                    ":review": str(outcome.human_review),
-                                    ":fired": screen_bits(outcome.screens_fired),
-                                    ":fallback": outcome.fallback_used,
-                                    ":now": _epoch(now),
-                                }
-                            ),
+                            "ExpressionAttributeValues": self._item(values),
                         }
                     },
                     {
@@ -377,9 +360,11 @@ class DynamoConversationStore:
             raise StoreUnavailable() from None
         return True
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**kwargs)
-        except (ClientError, BotoCoreError):
-            raise StoreUnavailable() from None
-        return response
+    def _get(self, conversation_id: UUID, sort_key: str) -> GetItemOutputTypeDef:
+        """One item of the conversation, read consistently."""
+        with _store_errors():
+            return self._client.get_item(
+                TableName=self._table,
+                Key=self._item({"pk": partition_key(conversation_id), "sk": sort_key}),
+                ConsistentRead=True,
+            )

