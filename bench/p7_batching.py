@@ -125,7 +125,7 @@ def worker(request_path: str, result_path: str) -> int:
     for size in request["batch_sizes"]:
         diagnostics[f"vllm_batch_{size}"], _ = timed(vllm_engine, jobs[:size])
     result = {
-        "load_seconds": {"vllm": vllm_load, "transformers": hf_load},
+        "load_seconds": {"vllm": vllm_load, "transformers": hf_load, "transformers_batched": hf_load},
         "pass_seconds": passes,
         "jobs": {"vllm": len(jobs), "transformers": len(subset), "transformers_batched": len(jobs)},
         "subset_stride": request["hf_stride"],

@@ -55,11 +55,21 @@ FIXES = """\
   the X-Ray SDK supports that was installed (httpx, requests, sqlite3, ...), importing each at cold
   start; the functions only call AWS through boto3, so it now patches botocore alone. Before: 2.16x
   Lambda-like (2.46x in the development environment, where the X-Ray SDK's own start dominates).
-- **P5, storage** (`layers/dialogue/dialogue/store.py`, `actions.py`): the TURN item no longer repeats the
-  conversation and turn ids its keys hold, and keeps epoch-second times instead of ISO strings (471 B
-  at turn 1 before, as the attribute breakdown showed). The screens that fired are one number with a
-  bit per screen (`screen_bits`; `dialogue.actions.Screen` fixes each bit) instead of a list of names:
-  the largest TURN item the code can write went from 502 to 375 B.
+- **P5, storage** (`layers/dialogue/dialogue/store.py`): an earlier run kept the TURN item under 400 B
+  with epoch-second times and the screens that fired as a bit field. The goal is now one write unit
+  (1 KB) per item, and the record is kept readable instead: every time in ISO 8601, the screens that
+  fired as a set of their names. A TURN item is 394 B at turn 1 and at most 534 B.
+
+Later changes that moved figures (the outbox, the code's new layout):
+
+- **P1**: a generated turn no longer sends the RealizeJob itself (the table's stream carries it to the
+  dispatch function), so both kinds of turn are now one read and one transaction, handler and bare.
+- **P7**: the transformers engine now generates a batch at once (left-padded); the benchmark reports it
+  beside the one-job-at-a-time baseline the goal names.
+- **P2, P3, P6** read slower than in the run before (36 µs per seed turn, 1.74x, 34,262 replies/s): the
+  machine was in a slow spell. P2 and P6, run in pairs minutes apart, the code before this session and
+  this code, gave the same figures (P2: 58 and 58, 61 and 61, 75 and 71 µs per seed turn; P6: 15,771 and
+  21,286, 21,076 and 22,322 replies/s); P3 was not run in pairs.
 """
 
 
