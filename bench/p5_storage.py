@@ -10,7 +10,8 @@ transactional write, so each turn's TURN and REPLY items are deleted once sized 
 stays): the sizes are those the store writes, whatever else the table holds.
 
 Also the largest TURN item the code can write: the longest action, intent and slot values, every
-screen fired, finalized with a fallback.
+screen fired, finalized with a fallback, then decided in the review queue by a staff member with the
+longest subject a token may carry and the longest reason code.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -164,7 +165,8 @@ def main() -> int:
             "TURN items by action, over the 500 turns (bytes; a generated turn is measured after the screen "
             "function finalized it):\n\n" + markdown_table(["action", "smallest", "largest", "turns"], action_rows),
             f"The largest TURN item the code can write (longest action, intent and slot values, all "
-            f"{len(Screen)} screens fired, a fallback, both timestamps): {largest} bytes, of which "
+            f"{len(Screen)} screens fired, a fallback, every timestamp, decided by a staff member with a "
+            f"128-character subject for the longest reason code): {largest} bytes, of which "
             f"{fired_bytes} B are the screens that fired (`screens_fired`, a set of their names).",
             f"The STATE item stays within {min(state_sizes.values())}-{max(state_sizes.values())} bytes over "
             f"{TURNS} turns: it holds the slots (their values set its size), a version, a turn count and "
@@ -217,11 +219,12 @@ def attribute_table(item: Mapping[str, Mapping[str, Any]]) -> str:
 def worst_case_turn(stack: Any) -> dict[str, Any]:
     """Write, through the store, the largest TURN item the records allow, and read it back."""
     from devstack.stack import TABLE_NAME
-    from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
+    from dialogue.actions import Action, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
     from dialogue.conversation import new_conversation
-    from dialogue.factory import get_store
+    from dialogue.desk import StaffMember
+    from dialogue.factory import get_desk_store, get_store
     from dialogue.pack import get_pack
-    from dialogue.records import ScreenOutcome, TurnRecord
+    from dialogue.records import Draft, ScreenOutcome, TurnRecord
     from dialogue.state import DialogueState
     from dialogue.store import partition_key, turn_sort_key
 
@@ -261,11 +264,16 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
             screens_fired=fired,
             fallback_used=True,
             reply_screen=max(ReplyScreen, key=lambda label: len(str(label))),
-            human_review=max(HumanReview, key=lambda label: len(str(label))),
+            human_review=HumanReview.PENDING,  # a draft awaits review; the staff's decision sets it below
             final_reply="x",
+            draft=Draft(text="y", output_tokens=512, ended_by_eos=False, hit_token_cap=True),
         ),
         moment,
     )
+    desk, staff = get_desk_store(), StaffMember(subject="s" * 128)
+    desk.claim(conversation_id, turn.turn_id, Queue.REVIEW, staff, moment, timedelta(minutes=10))
+    reason = max(pack.spec.staff.reason_codes, key=len)
+    desk.decide(conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None)
     item: dict[str, Any] = stack.dynamodb.get_item(
         TableName=TABLE_NAME,
         Key={"pk": {"S": partition_key(conversation_id)}, "sk": {"S": turn_sort_key(turn.turn_id)}},

@@ -3,7 +3,8 @@
 replay FILE.csv [--realizer NAME] [--json]   scripted turns through every component, seed's tables
 controls [FILE] [--json]                     the seed's control replies through the screens
 chat [--realizer NAME]                       talk to the assistant in the terminal
-serve [--host H] [--port P] [--realizer NAME]  the HTTP API on loopback, as API Gateway serves it
+serve [--host H] [--port P] [--realizer NAME]  the HTTP APIs on loopback, as API Gateway serves them
+token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API that serve accepts
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ def _replay(args: argparse.Namespace) -> int:
                 rows.extend(tables.replay_conversation(stack, conversation))
             if args.audit_dir:
                 from devstack.audit import write_audit
+                from devstack.desk_walk import walk_the_desk
 
+                walked = walk_the_desk(stack)  # the staff's side too: claims, decisions, staff messages
+                print(f"devstack: a staff pass over the desk: {dict(walked)}", file=sys.stderr)
                 counts = write_audit(stack, Path(args.audit_dir))
                 print(f"devstack: audit written to {args.audit_dir}: {counts}", file=sys.stderr)
     except tables.ReplayError as error:
@@ -127,6 +131,28 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def _token(args: argparse.Namespace) -> int:
+    from devstack.auth import LocalIssuer, devstack_home
+
+    groups = [group for group in args.group if group] if args.group is not None else ["desk-staff"]
+    token = LocalIssuer.load().token(args.staff, groups=groups, lifetime_s=args.minutes * 60)
+    shown = ", ".join(groups) or "no group"
+    print(
+        f"devstack: a bearer token for {args.staff} ({shown}), valid {args.minutes} minutes, signed by the key in "
+        f"{devstack_home()}; send it as 'Authorization: Bearer <token>':",
+        file=sys.stderr,
+    )
+    print(token)
+    return 0
+
+
+def _minutes(value: str) -> int:
+    minutes = int(value)
+    if not 1 <= minutes <= 24 * 60:
+        raise argparse.ArgumentTypeError("choose a whole number of minutes from 1 to 1440")
+    return minutes
+
+
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model id for the qwen and vllm realizers (default: Qwen2.5-1.5B-Instruct)")
     parser.add_argument("--revision", help="model revision (default: the pinned Qwen revision)")
@@ -141,7 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--realizer", type=_realizer, default="template",
                         help="smollm, qwen, vllm, template or canned:FILE (default: template)")  # fmt: skip
     replay.add_argument("--json", action="store_true", help="print one JSON object per turn")
-    replay.add_argument("--audit-dir", help="write every DynamoDB item, SQS message body and log line here")
+    replay.add_argument(
+        "--audit-dir",
+        help="after a staff pass over the desk, write every DynamoDB item, SQS message body and log line here",
+    )
     _model_options(replay)
     replay.set_defaults(run=_replay)
 
@@ -166,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     _model_options(serve)
     serve.set_defaults(run=_serve)
+
+    token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")
+    token.add_argument("--staff", required=True, metavar="NAME", help="the staff user's name (its subject is stable)")
+    token.add_argument("--group", action="append", metavar="G",
+                       help="a group claim, repeatable (default: desk-staff); --group '' for none")  # fmt: skip
+    token.add_argument("--minutes", type=_minutes, default=60, help="lifetime in minutes (default: 60)")
+    token.set_defaults(run=_token)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

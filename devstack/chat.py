@@ -30,8 +30,9 @@ def run_chat(
                 print(f"desk> ({posted.body['message']})", file=stdout)
                 continue
             stack.drain()
-            turn = stack.call_api("GET", f"/conversations/{conversation_id}/turns/{posted.body['turn_id']}").body
-            print(f"desk> {turn['reply']}", file=stdout)
+            shown = stack.call_api("GET", f"/conversations/{conversation_id}/turns/{posted.body['turn_id']}").body
+            print(f"desk> {shown['reply']}", file=stdout)
+            turn = stack.stored_turn(conversation_id, posted.body["turn_id"])
             slots = ", ".join(f"{name}={value}" for name, value in turn["slots"].items())
             if turn["reply_source"] == "model":
                 fired = ", ".join(turn["screens_fired"]) or "none"

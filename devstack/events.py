@@ -12,12 +12,27 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-ROUTES = (
+TURN_ROUTES = (
     ("POST", "/conversations"),
     ("POST", "/conversations/{conversation_id}/turns"),
     ("GET", "/conversations/{conversation_id}/turns/{turn_id}"),
+    ("GET", "/conversations/{conversation_id}/messages"),
     ("GET", "/conversations/{conversation_id}"),
 )
+"""The turn API's routes (TurnApiFunction's events in template.yaml): public."""
+STAFF_ROUTES = (
+    ("GET", "/staff/reviews"),
+    ("GET", "/staff/handoffs"),
+    ("GET", "/staff/stats"),
+    *(("GET", f"/staff/{queue}/{{conversation_id}}/{{turn_id}}") for queue in ("reviews", "handoffs")),
+    *(("POST", f"/staff/{queue}/{{conversation_id}}/{{turn_id}}/{verb}") for queue in ("reviews", "handoffs")
+      for verb in ("claim", "release")),
+    ("POST", "/staff/reviews/{conversation_id}/{turn_id}/decision"),
+    ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/reply"),
+    ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/close"),
+)  # fmt: skip
+"""The staff API's routes (StaffApiFunction's events): each behind the JWT authorizer."""
+ROUTES = TURN_ROUTES + STAFF_ROUTES
 
 
 @dataclass(frozen=True)
@@ -54,11 +69,13 @@ def http_event(
     headers: dict[str, str] | None = None,
     query: str = "",
     json_content_type: bool = True,
+    claims: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """An HTTP API payload-2.0 event. `body` is sent as JSON; `raw_body` is sent as given.
 
     `query` is the raw query string (without `?`); `json_content_type=False` sends `headers` alone,
-    as a real client's request arrives, instead of adding `content-type: application/json`.
+    as a real client's request arrives, instead of adding `content-type: application/json`. `claims`
+    are a verified token's, as the JWT authorizer passes them on.
     """
     route_key, parameters = _route_key(method, path)
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
@@ -87,6 +104,8 @@ def http_event(
         },
         "isBase64Encoded": False,
     }
+    if claims is not None:
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
     if parameters:
         event["pathParameters"] = parameters
     if query:

@@ -114,7 +114,11 @@ def replay_conversation(
         fetched = stack.call_api("GET", f"/conversations/{api_id}/turns/{posted.body['turn_id']}")
         if fetched.status != 200:
             raise ReplayError(f"reading turn {turn.conversation_id}/{turn.turn_id} answered {fetched.status}")
-        detail: dict[str, Any] = fetched.body
+        # The reply as the resident gets it; the flags as the table keeps them.
+        detail: dict[str, Any] = {
+            **stack.stored_turn(api_id, posted.body["turn_id"]),
+            "reply": fetched.body.get("reply"),
+        }
         action = Action(detail["action"])
         slots = detail["slots"]
         state = DialogueState.from_slots(pack.frame, slots)

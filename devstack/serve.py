@@ -1,11 +1,16 @@
-"""`python -m devstack serve`: the turn API over HTTP, as API Gateway serves it, on the local stack.
+"""`python -m devstack serve`: the turn API and the staff API over HTTP, as API Gateway serves them, on
+the local stack.
 
-Each request becomes an HTTP API payload-2.0 event for the turn_api handler; the handler's answer
-is written back as it is (status, headers, body). Generated turns complete in the background: a
-drainer thread runs the realizer and the screen function until both queues are empty. moto and the
-handlers are not thread-safe, so one lock serializes every use of the stack.
+Each request becomes an HTTP API payload-2.0 event for its handler (turn_api, or staff_api for a path
+under /staff); the handler's answer is written back as it is (status, headers, body). A /staff request
+passes the JWT authorizer first, as in AWS: its bearer token must verify against devstack's key (see
+devstack/auth.py; `python -m devstack token --staff NAME` issues one), else 401. Generated turns
+complete in the background: a drainer thread runs the realizer and the screen function until both
+queues are empty. moto and the handlers are not thread-safe, so one lock serializes every use of the
+stack.
 
-`GET /openapi.json` serves the OpenAPI document the turn API's resolver generates from its routes.
+`GET /openapi.json` and `GET /openapi-staff.json` serve the OpenAPI documents the two resolvers
+generate from their routes.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from typing import Any, TextIO
 
 from devstack.audit import AuditWriter
 from devstack.events import FakeLambdaContext, http_event
-from devstack.stack import LocalStack, local_stack
+from devstack.stack import LocalStack, local_stack, unauthorized_body
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 OPENAPI_PATH = "/openapi.json"
+STAFF_OPENAPI_PATH = "/openapi-staff.json"
+STAFF_PREFIX = "/staff"
 # API Gateway HTTP APIs take payloads up to 10 MB; a bigger body is refused before the handler runs.
 MAX_BODY_BYTES = 10 * 1024 * 1024
 API_TITLE = "Enrollment desk turn API"
@@ -58,6 +65,35 @@ def openapi_document() -> dict[str, Any]:
         turn_api.app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
     )
     return document
+
+
+STAFF_API_TITLE = "Enrollment desk staff API"
+STAFF_API_DESCRIPTION = (
+    "The desk's review and hand-off queues, claims, decisions and staff messages, and its figures. Every "
+    "route needs a staff bearer token (Cognito in AWS; `python -m devstack token --staff NAME` locally)."
+)
+
+
+def staff_openapi_document() -> dict[str, Any]:
+    """The OpenAPI document of the staff API, with its bearer-token security scheme."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    import staff_api
+
+    document: dict[str, Any] = json.loads(
+        staff_api.app.get_openapi_json_schema(
+            title=STAFF_API_TITLE,
+            version=API_VERSION,
+            description=STAFF_API_DESCRIPTION,
+            security_schemes={"staffToken": HTTPBearer(bearerFormat="JWT")},
+            security=[{"staffToken": []}],
+        )
+    )
+    return document
+
+
+def is_staff_path(path: str) -> bool:
+    return path == STAFF_PREFIX or path.startswith(STAFF_PREFIX + "/")
 
 
 # --- the gateway: HTTP request → event → handler → HTTP response -----------------------------------
@@ -93,6 +129,7 @@ class Gateway:
         self._closed = False
         self._drainer = threading.Thread(target=self._drain_loop, name="devstack-drainer", daemon=True)
         self._openapi = json.dumps(openapi_document(), indent=2).encode()
+        self._staff_openapi = json.dumps(staff_openapi_document(), indent=2).encode()
 
     def start(self) -> None:
         self._drainer.start()
@@ -108,14 +145,22 @@ class Gateway:
             if self._audit is not None:
                 self._audit.add_items(self._stack)
 
-    def openapi(self) -> Reply:
-        return Reply(int(HTTPStatus.OK), [("Content-Type", "application/json")], self._openapi)
+    def openapi(self, staff: bool = False) -> Reply:
+        document = self._staff_openapi if staff else self._openapi
+        return Reply(int(HTTPStatus.OK), [("Content-Type", "application/json")], document)
 
     def handle(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> Reply:
         path, _, query = target.partition("?")
-        if method == "GET" and path == OPENAPI_PATH:
-            return self.openapi()
-        event = http_event(method, path, query=query, headers=_event_headers(headers), json_content_type=False)
+        if method == "GET" and path in (OPENAPI_PATH, STAFF_OPENAPI_PATH):
+            return self.openapi(staff=path == STAFF_OPENAPI_PATH)
+        event_headers = _event_headers(headers)
+        staff = is_staff_path(path)
+        claims = None
+        if staff:  # API Gateway's JWT authorizer, before the function
+            claims = self._stack.authorizer.claims(event_headers.get("authorization"))
+            if claims is None:
+                return _json_reply(HTTPStatus.UNAUTHORIZED, unauthorized_body(), [("WWW-Authenticate", "Bearer")])
+        event = http_event(method, path, query=query, headers=event_headers, json_content_type=False, claims=claims)
         cookies = [value for name, value in headers if name.lower() == "cookie"]
         if cookies:
             event["cookies"] = [c.strip() for value in cookies for c in value.split(";") if c.strip()]
@@ -125,25 +170,28 @@ class Gateway:
             except UnicodeDecodeError:
                 event["body"] = base64.b64encode(body).decode("ascii")
                 event["isBase64Encoded"] = True
-        result = self._invoke(event)
+        result = self._invoke(event, staff=staff)
         if method == "POST" and int(result.get("statusCode", 0)) == HTTPStatus.ACCEPTED:
             self._wake.set()  # a generated turn: realize and screen it in the background
         return _from_result(result)
 
-    def _invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+    def _invoke(self, event: dict[str, Any], *, staff: bool) -> dict[str, Any]:
+        import staff_api
         import turn_api
 
+        handler = staff_api.lambda_handler if staff else turn_api.lambda_handler
+        name = "staff_api" if staff else "turn_api"
         with self._lock:
             if self._closed:
                 return _result(HTTPStatus.SERVICE_UNAVAILABLE, _STOPPING)
             try:
                 # The handler's logs and metrics are captured as the stack captures them; show or drop them.
                 with self._stack._captured():
-                    result: dict[str, Any] = turn_api.lambda_handler(event, FakeLambdaContext(function_name="turn_api"))
+                    result: dict[str, Any] = handler(event, FakeLambdaContext(function_name=name))
             except Exception as error:  # Lambda would answer 500 for an unhandled error; so does API Gateway.
                 # Where it failed, not the message: a message could carry what the user typed.
                 where = "".join(traceback.format_tb(error.__traceback__))
-                print(f"devstack serve: the turn API handler failed: {type(error).__name__}\n{where}", file=sys.stderr)
+                print(f"devstack serve: the {name} handler failed: {type(error).__name__}\n{where}", file=sys.stderr)
                 result = _result(HTTPStatus.INTERNAL_SERVER_ERROR, {"message": "Internal Server Error"})
             self._flush_logs()
         return result
@@ -314,6 +362,11 @@ def serve(
         serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         serving.start()
         print(f"devstack serve: the turn API on {url} (realizer: {realizer}); OpenAPI at {url}{OPENAPI_PATH}", file=out)
+        print(
+            f"The staff API under {url}{STAFF_PREFIX}/ (OpenAPI at {url}{STAFF_OPENAPI_PATH}); "
+            "a token: python -m devstack token --staff NAME",
+            file=out,
+        )
         print("Press Ctrl-C to stop.", file=out, flush=True)
         try:
             while not signalled and not stop.is_set():

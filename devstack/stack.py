@@ -25,6 +25,7 @@ import moto.sqs.models
 from botocore.config import Config
 from moto import mock_aws
 
+from devstack.auth import JwtAuthorizer, LocalIssuer
 from devstack.events import FakeLambdaContext, http_event, sqs_event
 from devstack.faults import FaultInjector
 from devstack.moto_transactions import light_transaction_snapshots
@@ -109,6 +110,8 @@ class LocalStack:
     realize_dlq: Queue
     screen_dlq: Queue
     realizer: Any
+    issuer: LocalIssuer
+    authorizer: JwtAuthorizer
     log_lines: list[str] = field(default_factory=list)
     sent_messages: list[dict[str, str]] = field(default_factory=list)
     # API conversation id -> a label of the caller's (a scripted conversation id), for canned replies.
@@ -124,18 +127,44 @@ class LocalStack:
         *,
         raw_body: str | None = None,
         headers: dict[str, str] | None = None,
+        query: str = "",
     ) -> ApiResponse:
         import turn_api
 
-        event = http_event(method, path, body, raw_body=raw_body, headers=headers)
+        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query)
         with self._captured():
             result = turn_api.lambda_handler(event, FakeLambdaContext(function_name="turn_api"))
-        text = result.get("body") or ""
-        return ApiResponse(
-            status=int(result["statusCode"]),
-            body=json.loads(text) if text else None,
-            headers={key.lower(): value for key, value in (result.get("headers") or {}).items()},
-        )
+        return _api_response(result)
+
+    # --- the staff API ------------------------------------------------------------------------------
+
+    def staff_token(self, name: str = "desk-tester", **options: Any) -> str:
+        """A bearer token for a local staff user (LocalIssuer.token's options: groups, issuer, ...)."""
+        return self.issuer.token(name, **options)
+
+    def call_staff_api(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        staff: str | None = "desk-tester",
+        token: str | None = None,
+        query: str = "",
+        raw_body: str | None = None,
+    ) -> ApiResponse:
+        """A staff API request as it arrives through API Gateway: the bearer token (`token`, or one issued
+        to `staff`; None for neither) is checked by the JWT authorizer first, 401 when it fails."""
+        import staff_api
+
+        bearer = token if token is not None else (self.staff_token(staff) if staff is not None else None)
+        claims = self.authorizer.claims(f"Bearer {bearer}" if bearer else None)
+        if claims is None:
+            return ApiResponse(status=401, body=unauthorized_body(), headers={"content-type": "application/json"})
+        event = http_event(method, path, body, raw_body=raw_body, query=query, claims=claims)
+        with self._captured():
+            result = staff_api.lambda_handler(event, FakeLambdaContext(function_name="staff_api"))
+        return _api_response(result)
 
     # --- the asynchronous path --------------------------------------------------------------------
 
@@ -210,6 +239,18 @@ class LocalStack:
         """Move the queues' clock forward: delays and visibility timeouts that end within it end now."""
         self.clock.offset_ms += int(seconds * 1000)
 
+    def stored_turn(self, conversation_id: str, turn_id: int) -> dict[str, Any]:
+        """A turn's record as the table keeps it, flags and all (the public API shows a resident less)."""
+        from uuid import UUID
+
+        from dialogue.factory import get_store
+
+        turn = get_store().get_turn(UUID(conversation_id), turn_id)
+        if turn is None:
+            raise KeyError(f"no turn {turn_id} in conversation {conversation_id}")
+        record: dict[str, Any] = turn.model_dump(mode="json")
+        return record
+
     def pending_turns(self) -> list[tuple[str, int]]:
         """(conversation id, turn id) of every TURN item still pending, read from the table."""
         pending = []
@@ -242,6 +283,24 @@ class LocalStack:
         finally:
             for handler, earlier in zip(handlers, previous, strict=True):
                 handler.setStream(earlier)  # type: ignore[attr-defined]
+
+
+def unauthorized_body() -> dict[str, str]:
+    """The 401 for a request the JWT authorizer refuses, in the APIs' error shape. (API Gateway's own body
+    is {"message": "Unauthorized"}; a client goes by the status.)"""
+    return {
+        "error": "NotSignedIn",
+        "message": "Sign in as desk staff: the bearer token is missing, expired, or not one this desk issued.",
+    }
+
+
+def _api_response(result: dict[str, Any]) -> ApiResponse:
+    text = result.get("body") or ""
+    return ApiResponse(
+        status=int(result["statusCode"]),
+        body=json.loads(text) if text else None,
+        headers={key.lower(): value for key, value in (result.get("headers") or {}).items()},
+    )
 
 
 def _trim_stream(mapping: StreamMapping) -> None:
@@ -286,13 +345,27 @@ def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None, visibility_ti
 
 
 def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
-    """The table and queues as template.yaml declares them (keys, stream, TTL, DLQs)."""
+    """The table and queues as template.yaml declares them (keys, queue index, stream, TTL, DLQs)."""
+    from dialogue.store import QUEUE_INDEX
+
     dynamodb.create_table(
         TableName=TABLE_NAME,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
             {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "queue", "AttributeType": "S"},
+            {"AttributeName": "queued_at", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": QUEUE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "queue", "KeyType": "HASH"},
+                    {"AttributeName": "queued_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
         ],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
@@ -379,6 +452,7 @@ def local_stack(
                 filter_pattern=PENDING_TURN_INSERTS,
                 batch_size=STREAM_BATCH_SIZE,
             )
+            issuer = LocalIssuer.load()
             yield LocalStack(
                 dynamodb=dynamodb,
                 sqs=sqs,
@@ -386,6 +460,8 @@ def local_stack(
                 clock=clock,
                 faults=faults,
                 realizer=worker,
+                issuer=issuer,
+                authorizer=JwtAuthorizer(issuer.jwks()),
                 realize_queue=queues["realize_queue"],
                 screen_queue=queues["screen_queue"],
                 realize_dlq=queues["realize_dlq"],

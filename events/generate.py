@@ -72,7 +72,30 @@ ENV_PLACEHOLDERS = {
     "ScreenReplyFunction": {
         "TABLE_NAME": "ConversationTableName",
     },
+    "StaffApiFunction": {
+        "TABLE_NAME": "ConversationTableName",
+    },
 }
+
+# The claims API Gateway's JWT authorizer passes on for a staff member's Cognito access token (every
+# value a string; the groups as "[a b]"), and for a signed-in user outside the staff group.
+STAFF_SUBJECT = "0b7f4c1e-5a2d-4e8f-9c3b-2d1e0f9a8b7c"
+STAFF_CLAIMS = {
+    "sub": STAFF_SUBJECT,
+    "cognito:groups": "[desk-staff]",
+    "iss": f"https://cognito-idp.{REGION}.amazonaws.com/{REGION}_EXAMPLE",
+    "client_id": "example-staff-console-client",
+    "token_use": "access",
+    "scope": "openid email",
+    "username": STAFF_SUBJECT,
+    "exp": str(int((NOW + timedelta(hours=1)).timestamp())),
+    "iat": str(int(NOW.timestamp())),
+}
+NOT_STAFF_CLAIMS = {**STAFF_CLAIMS, "sub": "9e8d7c6b-5a49-4382-9716-05f4e3d2c1b0", "cognito:groups": "[]"}
+HELD_TURN = 7  # the tripped reply: the staff reject it with a correction
+HANDOFF_TURN = 4  # the hand_off turn: the staff reply to it and close it
+CORRECTION = "Classes meet Monday and Wednesday evenings; a seat is held only after staff check your documents."
+HANDOFF_REPLY = "Hello, this is the enrollment desk. We will call you today by the channel you choose."
 
 
 def placeholder(output_key: str) -> str:
@@ -84,10 +107,19 @@ def _request_id(name: str) -> str:
     return str(uuid.uuid5(CONVERSATION_ID, name))
 
 
-def _http(name: str, method: str, path: str, body: Any = None, *, raw_body: str | None = None) -> dict[str, Any]:
+def _http(
+    name: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw_body: str | None = None,
+    query: str = "",
+    claims: dict[str, str] | None = None,
+) -> dict[str, Any]:
     from devstack.events import http_event
 
-    event = http_event(method, path, body, raw_body=raw_body)
+    event = http_event(method, path, body, raw_body=raw_body, query=query, claims=claims)
     event["requestContext"]["requestId"] = _request_id(name)
     return event
 
@@ -274,6 +306,8 @@ def build_events() -> Iterator[tuple[str, Any]]:
         _sqs([("screen-good", _realized(jobs[good_turn], good_text)), ("screen-bad", '{"job": "not a job"}')]),
     )
     yield "sqs-screen-deadline.json", _sqs([("screen-deadline", _deadline(pending[DISPATCHED_TURN]))])
+    yield from _staff_events()
+    yield "api-get-messages.json", _http("get-messages", "GET", f"{conversation}/messages", query="after=0")
     yield "api-get-turn.json", _http("get-turn", "GET", f"{conversation}/turns/{clean_turn}")
     yield "api-get-conversation.json", _http("get-conversation", "GET", conversation)
     yield "api-bad-body-not-json.json", _http("bad-not-json", "POST", f"{conversation}/turns", raw_body="text=hello")
@@ -293,6 +327,29 @@ def build_events() -> Iterator[tuple[str, Any]]:
             for function, variables in ENV_PLACEHOLDERS.items()
         },
     )
+
+
+def _staff_events() -> Iterator[tuple[str, Any]]:
+    """The staff's work on the sample conversation: the held reply rejected with a correction, the hand-off
+    answered and closed, the figures, and a signed-in user outside the staff group refused."""
+    review = f"/staff/reviews/{CONVERSATION_ID}/{HELD_TURN}"
+    handoff = f"/staff/handoffs/{CONVERSATION_ID}/{HANDOFF_TURN}"
+
+    def staff(name: str, method: str, path: str, body: Any = None, query: str = "") -> tuple[str, Any]:
+        return f"{name}.json", _http(name, method, path, body, query=query, claims=STAFF_CLAIMS)
+
+    yield staff("staff-list-reviews", "GET", "/staff/reviews", query="held=true&order=oldest")
+    yield staff("staff-claim-review", "POST", f"{review}/claim")
+    yield staff(
+        "staff-decide-review", "POST", f"{review}/decision",
+        {"decision": "reject", "reason": "promise", "correction": CORRECTION},
+    )  # fmt: skip
+    yield staff("staff-list-handoffs", "GET", "/staff/handoffs", query="status=open")
+    yield staff("staff-claim-handoff", "POST", f"{handoff}/claim")
+    yield staff("staff-reply-handoff", "POST", f"{handoff}/reply", {"text": HANDOFF_REPLY})
+    yield staff("staff-close-handoff", "POST", f"{handoff}/close")
+    yield staff("staff-stats", "GET", "/staff/stats")
+    yield "staff-not-in-group.json", _http("staff-not-in-group", "GET", "/staff/stats", claims=NOT_STAFF_CLAIMS)
 
 
 def render(content: Any) -> str:

@@ -4,6 +4,7 @@ profiles; and each test's tier marker, from its folder."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,10 @@ SCRIPTED_TURNS = PACK_DIR / "scripted_turns.csv"
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+# devstack's staff signing key (devstack/auth.py) for this run only: every local stack and every
+# `devstack serve` or `devstack token` the tests start shares it, and none touches the project's own.
+os.environ.setdefault("DEVSTACK_HOME", tempfile.mkdtemp(prefix="devstack-home-"))
 
 # Tiers (pytest -m, make unit/integration/engines/fuzz): a test's tier is its folder's.
 TIERS = ("unit", "integration", "engines", "fuzz", "deploy")

@@ -7,16 +7,13 @@ echo the request.
 
 from __future__ import annotations
 
-import base64
-import json
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ValidationException
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -29,9 +26,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from api_models import (
     ConversationCreated,
     ConversationDetail,
-    ErrorBody,
-    ErrorCode,
     IdempotentTurn,
+    MessagePage,
     TurnAccepted,
     TurnAnswer,
     TurnDetail,
@@ -41,17 +37,8 @@ from api_models import (
 )
 from dialogue import conversation, idempotency
 from dialogue.actions import TurnStatus
-from dialogue.errors import (
-    ConcurrentTurnConflict,
-    ConversationNotFound,
-    DialogueError,
-    InvalidIdempotencyKey,
-    QueueUnavailable,
-    RetryInProgress,
-    StoreUnavailable,
-    TurnLimitReached,
-    TurnNotFound,
-)
+from dialogue.api import BODY_UNREADABLE, ErrorCode, body_read_as_json, install_error_handlers, problem_at
+from dialogue.errors import DialogueError, InvalidIdempotencyKey, RetryInProgress, StoreUnavailable
 from dialogue.factory import get_store
 from dialogue.idempotency import IDEMPOTENCY_HEADER, register_lambda_context, valid_key
 from dialogue.observability import logger, metrics, tracer
@@ -62,35 +49,17 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 ConversationId = Annotated[UUID, Path(description="The id returned when the conversation was created.")]
 TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
+After = Annotated[
+    int, Query(ge=0, le=1_000_000, description="How many messages the page already shows (from the last next_after).")
+]
 
 # A turn read this long after its deadline while still pending means its deadline message was lost or
 # is stuck: the screen function should have stored the fallback. Counted, so an alarm can see it.
 DEADLINE_GRACE = timedelta(seconds=30)
 
-_ERROR_STATUS: dict[type[DialogueError], HTTPStatus] = {
-    ConversationNotFound: HTTPStatus.NOT_FOUND,
-    TurnNotFound: HTTPStatus.NOT_FOUND,
-    ConcurrentTurnConflict: HTTPStatus.CONFLICT,
-    RetryInProgress: HTTPStatus.CONFLICT,
-    TurnLimitReached: HTTPStatus.CONFLICT,
-    InvalidIdempotencyKey: HTTPStatus.BAD_REQUEST,
-    StoreUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
-    QueueUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
-}
-
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _error(status: HTTPStatus, code: ErrorCode, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
-    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
-    return Response(
-        status_code=status,
-        content_type=content_types.APPLICATION_JSON,
-        body=ErrorBody(error=code, message=message).model_dump(),
-        headers=headers,
-    )
 
 
 @app.post(
@@ -198,7 +167,20 @@ def get_turn(conversation_id: ConversationId, turn_id: TurnId) -> TurnDetail:
     if turn.status is TurnStatus.PENDING and _now() - turn.created_at > get_settings().reply_deadline + DEADLINE_GRACE:
         logger.warning("turn pending past its deadline", conversation_id=str(conversation_id), turn_id=turn_id)
         metrics.add_metric(name="TurnsPendingPastDeadline", unit=MetricUnit.Count, value=1)
-    return TurnDetail.model_validate({**turn.model_dump(), "reply": view.reply})
+    return TurnDetail(turn_id=turn.turn_id, status=turn.status, reply=view.reply)
+
+
+@app.get(
+    "/conversations/<conversation_id>/messages",
+    responses={
+        **success(HTTPStatus.OK, MessagePage, "The replies and staff messages after the first `after`, in order."),
+        **errors(400, 404),
+    },
+)
+def get_messages(conversation_id: ConversationId, after: After = 0) -> MessagePage:
+    page = conversation.messages(get_store(), get_pack(), conversation_id, after)
+    metrics.add_metric(name="MessagesRead", unit=MetricUnit.Count, value=1)
+    return page
 
 
 @app.get(
@@ -213,26 +195,16 @@ def get_conversation(conversation_id: ConversationId) -> ConversationDetail:
     )
 
 
-@app.exception_handler(DialogueError)
-def handle_dialogue_error(error: DialogueError) -> Response[Any]:
-    status = _ERROR_STATUS.get(type(error), HTTPStatus.INTERNAL_SERVER_ERROR)
-    logger.info("request refused", error=type(error).__name__, status=int(status))
-    retryable = isinstance(error, ConcurrentTurnConflict | RetryInProgress | StoreUnavailable | QueueUnavailable)
-    headers = {"Retry-After": "1"} if retryable else None
-    # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
-    return _error(status, cast(ErrorCode, type(error).__name__), error.message, headers)
-
-
 def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
     """One sentence for the first problem, chosen from where it is, never from what was sent."""
-    first = problems[0] if problems else {}
-    location = tuple(first.get("loc", ()))
-    kind = str(first.get("type", ""))
+    location, kind = problem_at(problems)
+    if location[:1] == ("query",):
+        return "invalid_cursor", "The after parameter must be a whole number from 0."
     if location[:1] == ("path",):
         if location[1:2] == ("conversation_id",):
             return "invalid_conversation_id", "The conversation id must be a UUID."
         return "invalid_turn_id", "The turn id must be a whole number from 1."
-    if kind in ("json_invalid", "unsupported_content_type", "model_attributes_type", "dict_type"):
+    if kind in BODY_UNREADABLE:
         return "invalid_body", 'The body must be a JSON object like {"text": "..."}.'
     if kind == "missing":
         return "missing_text", 'The body must be a JSON object with a "text" field.'
@@ -245,25 +217,7 @@ def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]
     return "invalid_request", "The request is not valid for this route."
 
 
-_LOCATION_NAMES = frozenset({"body", "path", "query", "header", "conversation_id", "turn_id", "text"})
-
-
-def _known_location(location: Any) -> list[str]:
-    """A validation error's location with every part this API does not name itself replaced by "?"."""
-    return [str(part) if isinstance(part, int) or part in _LOCATION_NAMES else "?" for part in location]
-
-
-@app.exception_handler([RequestValidationError, ValidationException])
-def handle_validation_error(error: ValidationException) -> Response[Any]:
-    code, message = _validation_message(list(error.errors()))
-    # Log where and what kind, never the offending values, nor a name the client chose (an unknown field).
-    logger.info("request rejected", error=code, locations=[_known_location(e.get("loc", ())) for e in error.errors()])
-    return _error(HTTPStatus.UNPROCESSABLE_ENTITY if code.endswith("length") else HTTPStatus.BAD_REQUEST, code, message)
-
-
-@app.not_found
-def handle_not_found(_: Exception) -> Response[Any]:
-    return _error(HTTPStatus.NOT_FOUND, "route_not_found", "No route matches that method and path.")
+install_error_handlers(app, _validation_message, ("conversation_id", "turn_id", "text", "after"))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
@@ -271,26 +225,4 @@ def handle_not_found(_: Exception) -> Response[Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    return app.resolve(_body_read_as_json(event), context)
-
-
-def _body_read_as_json(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its body read as JSON, whatever content type it declares.
-
-    Powertools parses form and multipart bodies by their content type, and raises ValueError on a
-    multipart type without a boundary; json.loads raises RecursionError on deep nesting, ValueError
-    on an integer over 4,300 digits, and the base64 body of a non-UTF-8 request fails to decode.
-    Each of those was a 500 (found by the fuzz tests). A body that cannot be read is replaced by one
-    that is not JSON, so the resolver refuses it as usual: 400 invalid_body.
-    """
-    headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
-    headers["content-type"] = content_types.APPLICATION_JSON
-    body = event.get("body")
-    if not body:
-        return {**event, "headers": headers}
-    try:
-        text = base64.b64decode(body, validate=True).decode() if event.get("isBase64Encoded") else str(body)
-        json.loads(text)
-    except (ValueError, RecursionError):
-        text = "{"
-    return {**event, "headers": headers, "body": text, "isBase64Encoded": False}
+    return app.resolve(body_read_as_json(event), context)

@@ -23,11 +23,13 @@ TEMPLATE = ROOT / "template.yaml"
 
 FUNCTIONS = {
     "TurnApiFunction": {"CodeUri": "functions/turn_api/", "Handler": "turn_api.lambda_handler"},
+    "StaffApiFunction": {"CodeUri": "functions/staff_api/", "Handler": "staff_api.lambda_handler"},
     "DispatchTurnFunction": {"CodeUri": "functions/dispatch_turn/", "Handler": "dispatch_turn.lambda_handler"},
     "ScreenReplyFunction": {"CodeUri": "functions/screen_reply/", "Handler": "screen_reply.lambda_handler"},
 }
 SERVICE_NAMES = {
     "TurnApiFunction": "turn_api",
+    "StaffApiFunction": "staff_api",
     "DispatchTurnFunction": "dispatch_turn",
     "ScreenReplyFunction": "screen_reply",
 }
@@ -49,12 +51,15 @@ REQUIRED_ENV = {
         "LOG_LEVEL",
     },
     "ScreenReplyFunction": {"TABLE_NAME", "DOMAIN_PACK_DIR", "REPLY_RETENTION_HOURS", "LOG_LEVEL"},
-}
-ROUTES = {
-    ("POST", "/conversations"),
-    ("POST", "/conversations/{conversation_id}/turns"),
-    ("GET", "/conversations/{conversation_id}/turns/{turn_id}"),
-    ("GET", "/conversations/{conversation_id}"),
+    "StaffApiFunction": {
+        "TABLE_NAME",
+        "DOMAIN_PACK_DIR",
+        "STAFF_GROUP",
+        "CLAIM_SECONDS",
+        "STAFF_MESSAGE_RETENTION_DAYS",
+        "AUDIT_RETENTION_DAYS",
+        "LOG_LEVEL",
+    },
 }
 # SAM policy templates whose expansions name their actions one by one (no "*" in any action), each
 # scoped by its parameter to one resource. SQSSendMessagePolicy is not here: it grants "sqs:SendMessage*".
@@ -201,17 +206,77 @@ def test_dead_letter_queues_keep_messages_fourteen_days(template: dict[str, Any]
         assert template["Resources"][name]["Properties"]["MessageRetentionPeriod"] == DEAD_LETTER_RETENTION_S
 
 
+def _resolver_routes(module: str) -> set[tuple[str, str]]:
+    """(method, path) of every route a function's resolver declares, from its OpenAPI document."""
+    import importlib
+
+    schema = importlib.import_module(module).app.get_openapi_schema()
+    return {
+        (method.upper(), path) for path, item in schema.paths.items() for method in item.model_dump(exclude_none=True)
+    }
+
+
 def test_http_api_routes(template: dict[str, Any]) -> None:
-    """ConversationApi serves exactly the four conversation routes, all through TurnApiFunction."""
+    """ConversationApi serves the resident's routes through TurnApiFunction, public, and the staff routes
+    through StaffApiFunction, each behind the StaffJwt authorizer: the same routes as each resolver
+    declares and devstack serves."""
+    from devstack.events import STAFF_ROUTES, TURN_ROUTES
+
     assert template["Resources"]["ConversationApi"]["Type"] == "AWS::Serverless::HttpApi"
-    routes = set()
+    routes: dict[str, set[tuple[str, str]]] = {name: set() for name in FUNCTIONS}
     for name in FUNCTIONS:
         for event in function_properties(template, name).get("Events", {}).values():
             if event["Type"] == "HttpApi":
-                assert name == "TurnApiFunction"
                 assert referenced_id(event["Properties"]["ApiId"]) == "ConversationApi"
-                routes.add((event["Properties"]["Method"], event["Properties"]["Path"]))
-    assert routes == ROUTES
+                route = (event["Properties"]["Method"], event["Properties"]["Path"])
+                routes[name].add(route)
+                authorizer = event["Properties"].get("Auth", {}).get("Authorizer")
+                assert authorizer == ("StaffJwt" if route[1].startswith("/staff/") else None), route
+    assert routes["TurnApiFunction"] == set(TURN_ROUTES) == _resolver_routes("turn_api")
+    assert routes["StaffApiFunction"] == set(STAFF_ROUTES) == _resolver_routes("staff_api")
+    assert not routes["DispatchTurnFunction"] and not routes["ScreenReplyFunction"]
+
+
+def test_staff_sign_in_is_cognito_with_the_group_the_function_checks(template: dict[str, Any]) -> None:
+    """Admin-created users only; the desk-staff group the staff function requires; managed login; a public
+    client for the authorization-code flow (with PKCE: no secret); the JWT authorizer trusts that pool
+    and that client only."""
+    from dialogue.settings import Settings
+
+    resources = template["Resources"]
+    pool = resources["StaffUserPool"]["Properties"]
+    assert pool["AdminCreateUserConfig"] == {"AllowAdminCreateUserOnly": True}
+    group = resources["StaffGroup"]["Properties"]
+    assert group["GroupName"] == Settings.model_fields["staff_group"].default == "desk-staff"
+    assert referenced_id(group["UserPoolId"]) == "StaffUserPool"
+    assert referenced_id(function_environment(template, "StaffApiFunction")["STAFF_GROUP"]) == "StaffGroup"
+    domain = resources["StaffSignInDomain"]["Properties"]
+    assert domain["ManagedLoginVersion"] == 2 and referenced_id(domain["UserPoolId"]) == "StaffUserPool"
+    client = resources["StaffConsoleClient"]["Properties"]
+    assert client["GenerateSecret"] is False
+    assert client["AllowedOAuthFlows"] == ["code"] and client["AllowedOAuthFlowsUserPoolClient"] is True
+    assert client["SupportedIdentityProviders"] == ["COGNITO"]
+    authorizer = resources["ConversationApi"]["Properties"]["Auth"]["Authorizers"]["StaffJwt"]
+    assert authorizer["IdentitySource"] == "$request.header.Authorization"
+    assert "${StaffUserPool}" in authorizer["JwtConfiguration"]["issuer"]["Fn::Sub"]
+    assert [referenced_id(a) for a in authorizer["JwtConfiguration"]["audience"]] == ["StaffConsoleClient"]
+    assert "DefaultAuthorizer" not in resources["ConversationApi"]["Properties"]["Auth"]  # residents are public
+
+
+def test_the_staff_function_lists_from_the_queue_index_and_never_changes_an_audit_item(
+    template: dict[str, Any],
+) -> None:
+    from dialogue.store import QUEUE_INDEX
+
+    statements = list(iam_statements(function_properties(template, "StaffApiFunction").get("Policies", [])))
+    on_index = [
+        s for s in statements if "Fn::Sub" in s["Resource"] and f"/index/{QUEUE_INDEX}" in s["Resource"]["Fn::Sub"]
+    ]
+    assert [(s["Effect"], s["Action"]) for s in on_index] == [("Allow", ["dynamodb:Query"])]
+    assert not any("dynamodb:Scan" in as_list(s["Action"]) for s in statements)
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert set(deny["Action"]) == {"dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+    assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["AUDIT#*"]}}
 
 
 def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any]) -> None:
@@ -237,6 +302,11 @@ def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any])
         assert deployed["KeySchema"] == table["KeySchema"], name
         assert sorted(map(str, deployed["AttributeDefinitions"])) == sorted(map(str, table["AttributeDefinitions"]))
         assert deployed["TimeToLiveSpecification"] == {"AttributeName": ttl_attribute, "Enabled": True}, name
+        local_indexes = [
+            {key: index[key] for key in ("IndexName", "KeySchema", "Projection")}
+            for index in table.get("GlobalSecondaryIndexes", [])
+        ]
+        assert deployed.get("GlobalSecondaryIndexes", []) == local_indexes, name
         view = table.get("StreamSpecification", {}).get("StreamViewType")
         assert deployed.get("StreamSpecification", {}).get("StreamViewType") == view, name
 
@@ -291,6 +361,7 @@ KNOWN_METRICS = {
         "ApproximateAgeOfOldestMessage",
     },
     "ECS/ContainerInsights": {"RunningTaskCount", "DesiredTaskCount"},
+    "AWS/Lambda": {"Errors"},
     # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code.
     "EnrollmentDesk": {
         name
@@ -323,6 +394,10 @@ REQUIRED_OUTPUTS = {
     "ScreenDeadLetterQueueUrl",
     "DispatchFailureQueueUrl",
     "RealizerClusterName",
+    "StaffUserPoolId",
+    "StaffConsoleClientId",
+    "StaffSignInUrl",
+    "StaffTokenIssuer",
 }
 
 
@@ -544,7 +619,7 @@ def test_realizer_task_role_is_least_privilege(template: dict[str, Any]) -> None
 def test_functions_may_do_what_the_store_does(template: dict[str, Any]) -> None:
     """Each DynamoDB call the store makes is granted on the conversation table by some function's
     policy: a call nobody may make deploys cleanly and fails only in AWS."""
-    source = (ROOT / "layers/dialogue/dialogue/store.py").read_text()
+    source = "".join((ROOT / "layers/dialogue/dialogue" / f).read_text() for f in ("store.py", "desk_store.py"))
     calls = set(re.findall(r'_call\(\s*"(\w+)"', source)) | set(re.findall(r"_client\.(\w+)\(", source))
     calls |= set(re.findall(r'\{\s*"(Put|Update|Delete|ConditionCheck|Get)"\s*:', source))
     calls -= {"transact_write_items", "transact_get_items"}
@@ -553,7 +628,8 @@ def test_functions_may_do_what_the_store_does(template: dict[str, Any]) -> None:
         action
         for name in FUNCTIONS
         for statement in iam_statements(function_properties(template, name).get("Policies", []))
-        if referenced_id(statement["Resource"]) == "ConversationTable"
+        if statement["Effect"] == "Allow"
+        and (referenced_id(statement["Resource"]) == "ConversationTable" or "Fn::Sub" in statement["Resource"])
         for action in as_list(statement["Action"])
     }
     assert needed and needed <= granted, needed - granted
@@ -768,11 +844,20 @@ def test_sam_build_function_holds_its_handler(sam_build: Path, name: str) -> Non
 
 
 def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[str, Any]) -> None:
-    """Per function, exactly the conversation-table actions its code path needs: the turn API reads and
-    puts items in one transaction (it never updates: reads do not write); the screen function updates
-    a TURN and puts its REPLY; the dispatch function touches no table."""
+    """Per function, exactly the conversation-table actions its code path needs: the turn API reads (a
+    conversation's messages by a Query on its partition) and puts items in one transaction (it never
+    updates: reads do not write); the screen function updates a TURN and puts its REPLY; the staff
+    function reads items and writes claims, decisions, messages and audit items in transactions; the
+    dispatch function touches no table."""
     needed = {
-        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"},
+        "StaffApiFunction": {
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:PutItem",
+            "dynamodb:ConditionCheckItem",
+        },
         "ScreenReplyFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         "DispatchTurnFunction": set(),
     }
@@ -780,7 +865,7 @@ def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[s
         granted = {
             action
             for statement in iam_statements(function_properties(template, name).get("Policies", []))
-            if referenced_id(statement["Resource"]) == "ConversationTable"
+            if referenced_id(statement["Resource"]) == "ConversationTable" and statement["Effect"] == "Allow"
             for action in as_list(statement["Action"])
         }
         assert granted == actions, (name, granted ^ actions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import selectors
 import signal
@@ -11,8 +12,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import requests
+from fuzzing import Budget, ConversationPool
 
 ROOT = Path(__file__).resolve().parents[2]
 URL_LINE = re.compile(r"on (http://127\.0\.0\.1:\d+) ")
@@ -87,6 +91,50 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.communicate(timeout=STOP_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def fuzz_session() -> Iterator[requests.Session]:
+    with requests.Session() as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def budget(fuzz_summary: list[str]) -> Iterator[Budget]:
+    """The turn API's fuzzing: FUZZ_REQUESTS requests (default 3,000) in FUZZ_SECONDS (default 110)."""
+    yield from _summarized(
+        Budget(int(os.environ.get("FUZZ_REQUESTS", "3000")), float(os.environ.get("FUZZ_SECONDS", "110"))),
+        fuzz_summary,
+        "turn API",
+    )
+
+
+@pytest.fixture(scope="session")
+def staff_budget(fuzz_summary: list[str]) -> Iterator[Budget]:
+    """The staff API's: STAFF_FUZZ_REQUESTS (default 1,500) in STAFF_FUZZ_SECONDS (default 90)."""
+    yield from _summarized(
+        Budget(int(os.environ.get("STAFF_FUZZ_REQUESTS", "1500")), float(os.environ.get("STAFF_FUZZ_SECONDS", "90"))),
+        fuzz_summary,
+        "staff API",
+    )
+
+
+def _summarized(counted: Budget, fuzz_summary: list[str], api: str) -> Iterator[Budget]:
+    yield counted
+    if counted.sent:
+        seconds = counted.last - counted.started
+        routes = ", ".join(f"{route}: {n}" for route, n in sorted(counted.by_route.items()))
+        statuses = ", ".join(f"{status}: {n}" for status, n in sorted(counted.statuses.items()))
+        fuzz_summary.append(
+            f"{api}: {counted.sent} requests in {seconds:.0f} s ({counted.skipped} cases past the budget, not sent)"
+        )
+        fuzz_summary.append(f"by route: {routes}")
+        fuzz_summary.append(f"by status: {statuses}")
+
+
+@pytest.fixture(scope="session")
+def pool(served_api: Any, fuzz_session: requests.Session, budget: Budget) -> ConversationPool:
+    return ConversationPool(served_api.url, fuzz_session, budget)
 
 
 # Lines the fuzz tests leave for the end of the run: how many requests, by route and by status.

@@ -35,7 +35,9 @@ def canned(job: RealizeJob, text: str, **flags: Any) -> str:
 
 
 def turn_detail(stack: LocalStack, conversation_id: str) -> dict[str, Any]:
-    return dict(stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body)
+    """Turn 1 as its resident reads it (status, reply), with the flags the table keeps for the staff."""
+    shown = dict(stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body)
+    return {**stack.stored_turn(conversation_id, 1), **shown}
 
 
 def deliver(stack: LocalStack, bodies: list[str]) -> dict[str, Any]:

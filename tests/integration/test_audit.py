@@ -78,6 +78,12 @@ def test_handwritten_payloads_leave_no_trace(tmp_path: Path) -> None:
     assert_no_user_text(files, HANDWRITTEN, rows)
     assert not any("555-0100" in line for lines in files.values() for line in lines)
     assert not any("jndi" in line or "<script>" in line for lines in files.values() for line in lines)
+    # The audit covers the staff's side too (replay's pass over the desk): claims, decisions, staff
+    # messages and audit items in the table, and the staff API's log lines.
+    items = files["dynamodb_items.jsonl"]
+    for kind in ('"s": "audit#', '"s": "msg#', '"decided_by"', '"ended_by_eos"', '"handoff_status"'):
+        assert any(kind in line for line in items), kind
+    assert any("staff_api" in line and "staff decision" in line for line in files["log_lines.jsonl"])
 
 
 @settings(max_examples=5, deadline=None)

@@ -27,7 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 DEPLOY_GUIDE = ROOT / "docs" / "DEPLOY.md"
 IDEMPOTENCY_TABLE = IDEMPOTENCY_TABLE_NAME  # the local stack creates it, as the template does
-FUNCTION_OF_PREFIX = {"api-": "TurnApiFunction", "stream-": "DispatchTurnFunction", "sqs-": "ScreenReplyFunction"}
+FUNCTION_OF_PREFIX = {
+    "api-": "TurnApiFunction",
+    "staff-": "StaffApiFunction",
+    "stream-": "DispatchTurnFunction",
+    "sqs-": "ScreenReplyFunction",
+}
 
 
 def _load_generator() -> ModuleType:
@@ -66,6 +71,16 @@ SEQUENCE = (
     "sqs-screen-tripped.json",
     "sqs-screen-bad-record.json",
     "sqs-screen-deadline.json",
+    "staff-list-reviews.json",
+    "staff-claim-review.json",
+    "staff-decide-review.json",
+    "staff-list-handoffs.json",
+    "staff-claim-handoff.json",
+    "staff-reply-handoff.json",
+    "staff-close-handoff.json",
+    "staff-stats.json",
+    "staff-not-in-group.json",
+    "api-get-messages.json",
     "api-get-turn.json",
     "api-get-conversation.json",
     "api-create-conversation.json",
@@ -118,6 +133,14 @@ class Deployment:
         self.used.append(name)
         text = result.get("body") or ""
         return int(result["statusCode"]), json.loads(text) if text else None, text
+
+    def staff(self, name: str) -> tuple[int, Any]:
+        import staff_api
+
+        assert function_for(name) == "StaffApiFunction"
+        result = staff_api.lambda_handler(load(name), FakeLambdaContext(function_name="staff_api"))
+        self.used.append(name)
+        return int(result["statusCode"]), json.loads(result["body"])
 
     def stream(self, name: str) -> dict[str, Any]:
         import dispatch_turn
@@ -178,7 +201,7 @@ def test_env_json_names_each_function_and_only_its_declared_variables() -> None:
     assert template is not None and not matches
     global_variables = template["Globals"]["Function"]["Environment"]["Variables"]
     env = load("env.json")
-    assert set(env) == {"TurnApiFunction", "DispatchTurnFunction", "ScreenReplyFunction"}
+    assert set(env) == {"TurnApiFunction", "StaffApiFunction", "DispatchTurnFunction", "ScreenReplyFunction"}
     for function, variables in env.items():
         properties = template["Resources"][function]["Properties"]
         declared = {*global_variables, *properties.get("Environment", {}).get("Variables", {})}
@@ -254,16 +277,49 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     assert (item["status"], item["fallback_used"]) == ({"S": "final"}, {"BOOL": True})
     assert item["screens_fired"] == {"SS": ["deadline"]}
 
-    # Reads: the screened reply of turn 6, and the conversation's slots after seven turns.
+    # The staff: the held reply (turn 7) is listed with its draft, claimed and rejected with a correction.
+    code, body = deployment.staff("staff-list-reviews.json")
+    assert code == 200
+    assert [(item["turn_id"], item["draft"]) for item in body["items"]] == [(7, generate.TRIPPED_REPLY[1])]
+    code, body = deployment.staff("staff-claim-review.json")
+    assert (code, body["turn_id"], body["claim"]["mine"]) == (200, 7, True)
+    code, body = deployment.staff("staff-decide-review.json")
+    assert code == 200
+    assert (body["item"]["human_review"], body["item"]["decision_reason"]) == ("corrected", "promise")
+    assert deployment.turn_item(7)["human_review"] == {"S": "corrected"}
+
+    # The hand-off (turn 4) is listed open, claimed, answered and closed.
+    code, body = deployment.staff("staff-list-handoffs.json")
+    assert code == 200
+    assert [(item["turn_id"], item["action"]) for item in body["items"]] == [
+        (4, "hand_off"), (3, "abstain_hand_off"), (2, "refuse")
+    ]  # fmt: skip
+    assert deployment.staff("staff-claim-handoff.json")[0] == 200
+    code, body = deployment.staff("staff-reply-handoff.json")
+    assert (code, body["about_turn"], body["after_turn"]) == (200, 4, 7)
+    code, body = deployment.staff("staff-close-handoff.json")
+    assert (code, body["handoff_status"]) == (200, "closed")
+
+    # The desk's figures count what was just done; a user outside the staff group is refused.
+    code, body = deployment.staff("staff-stats.json")
+    assert code == 200
+    assert body["reviews"] == {"pending": 2, "approved": 0, "rejected": 0, "corrected": 1}
+    assert body["handoffs"] == {"open": 2, "closed": 1}
+    code, body = deployment.staff("staff-not-in-group.json")
+    assert (code, body["error"]) == (403, "NotStaff")
+
+    # Reads: the resident's messages end with the two staff messages, after the seven replies.
+    code, body, _ = deployment.api("api-get-messages.json")
+    assert code == 200
+    assert [(m["source"], m["turn_id"]) for m in body["messages"]] == [
+        *(("assistant", turn_id) for turn_id in range(1, 8)), ("staff", 7), ("staff", 7)
+    ]  # fmt: skip
+    assert [m["text"] for m in body["messages"][-2:]] == [generate.CORRECTION, generate.HANDOFF_REPLY]
+
+    # The screened reply of turn 6, as a resident reads it: the reply and no flags.
     code, body, _ = deployment.api("api-get-turn.json")
     assert code == 200
-    assert (body["turn_id"], body["action"], body["status"], body["reply_source"]) == (6, "confirm", "final", "model")
-    assert body["reply"] == generate.CLEAN_REPLY[1]
-    assert (body["reply_screen"], body["human_review"], body["fallback_used"]) == (
-        "not flagged by screen",
-        "pending",
-        False,
-    )
+    assert body == {"turn_id": 6, "status": "final", "reply": generate.CLEAN_REPLY[1]}
     code, body, _ = deployment.api("api-get-conversation.json")
     assert code == 200
     assert body["turn_count"] == 7

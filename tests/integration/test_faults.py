@@ -160,7 +160,10 @@ def test_a_fault_loses_no_turn_doubles_none_and_leaves_none_pending(
     # Before the deadline: the fault fired and the turn was answered anyway (unless the case needs the deadline).
     settle_for(stack, DEADLINE_SECONDS - STEP_SECONDS)
     assert all(cue.fired == cue.times for cue in cues), "every fault fired"
-    detail = stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body
+    detail = {
+        **stack.stored_turn(conversation_id, 1),
+        **stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body,
+    }
     if case.by_deadline:
         assert detail["status"] == "pending"
     else:
@@ -174,7 +177,10 @@ def test_a_fault_loses_no_turn_doubles_none_and_leaves_none_pending(
     assert [item["sk"]["S"] for item in kinds["turns"]] == ["TURN#000001"]
     assert len(kinds["replies"]) == 1
     assert len(kinds["requests"]) == 1
-    final = stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body
+    final = {
+        **stack.stored_turn(conversation_id, 1),
+        **stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body,
+    }
     assert final["status"] == "final"
     assert ("deadline" in final["screens_fired"]) is case.by_deadline
     assert stack.call_api("GET", f"/conversations/{conversation_id}").body["turn_count"] == 1

@@ -1,7 +1,8 @@
 """No user text reaches a DynamoDB item, an SQS message body or a log line.
 
 Two replays: the seed's 13 turns, and utterances carrying sentinel markers (names, numbers, unicode,
-an injection) that nothing in the domain pack holds.
+an injection) that nothing in the domain pack holds, after which a staff member works the desk (the
+staff API's reads, claims, decisions, staff messages and audit items are checked too).
 For the seed's turns, a 12-character piece that the pack's own approved text also holds (for example
 "Data Support" from a program name, or "Certificate," from the rendered confirm text) is not user text
 leaking, so such pieces are set aside.
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from devstack.audit import approved_wording
+from devstack.desk_walk import walk_the_desk
 from devstack.replay import replay_conversation
 from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
@@ -89,6 +91,9 @@ def test_sentinel_utterances_leave_no_piece_anywhere(stack: LocalStack, pack: Do
     ]
     rows = replay_conversation(stack, turns)
     assert [row.action for row in rows][:2] == ["confirm", "refuse"]
+    # and the staff work the desk: every review decided, every hand-off answered and closed
+    walked = walk_the_desk(stack)
+    assert walked["hand-offs answered"] >= 2 and walked["reviews approve"] >= 1
     kept = everything_kept(stack)
     assert leaks(kept, SENTINEL_TURNS, approved_text(pack)) == []
     for marker in ("zebrafinch", "555-0199", "quartzlane", "zoë", "ünïcødé", "marmalade", "borogove", "plumtree"):

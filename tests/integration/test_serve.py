@@ -151,9 +151,13 @@ def test_a_conversation_over_http(server: Server) -> None:
             break
         time.sleep(0.1)
     assert detail["status"] == "final", detail
-    assert detail["reply_source"] == "model" and detail["reply"]
-    assert detail["action"] == "request_contact"
-    assert detail["slots"]["program"] == "data_support"
+    assert set(detail) == {"turn_id", "status", "reply"} and detail["reply"]  # no flags for residents
+
+    # And the resident's messages hold both replies, in order
+    status, _, page = server.request("GET", f"/conversations/{conversation}/messages?after=0")
+    assert status == 200, page
+    assert [(m["source"], m["turn_id"]) for m in page["messages"]] == [("assistant", 1), ("assistant", turn)]
+    assert page["messages"][-1]["text"] == detail["reply"] and page["next_after"] == 2
 
     # Then the conversation holds both turns
     status, _, record = server.request("GET", f"/conversations/{conversation}")
@@ -181,6 +185,7 @@ def test_serves_the_openapi_document(server: Server) -> None:
         "/conversations",
         "/conversations/{conversation_id}/turns",
         "/conversations/{conversation_id}/turns/{turn_id}",
+        "/conversations/{conversation_id}/messages",
         "/conversations/{conversation_id}",
     }
     error_body = document["components"]["schemas"]["ErrorBody"]
@@ -226,3 +231,31 @@ def test_refuses_a_port_in_use(server: Server, tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert b"cannot serve" in result.stderr
+
+
+def _token(*args: str) -> str:
+    """A bearer token from `python -m devstack token` (its stdout's last line)."""
+    from commands import run_command
+
+    result = run_command([sys.executable, "-m", "devstack", "token", *args], timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_staff_routes_take_the_tokens_devstack_issues_and_no_others(server: Server) -> None:
+    # Given tokens from `devstack token`: a staff member's, and a signed-in user's outside the group
+    staff = {"authorization": f"Bearer {_token('--staff', 'ana')}"}
+    outsider = {"authorization": f"Bearer {_token('--staff', 'bo', '--group', '')}"}
+    # Then the staff token reads the desk's figures; no token, a garbled one or the outsider's do not
+    status, _, stats = server.request("GET", "/staff/stats", headers=staff)
+    assert status == 200 and set(stats["reviews"]) == {"pending", "approved", "rejected", "corrected"}, stats
+    status, headers, body = server.request("GET", "/staff/stats")
+    assert (status, body["error"], headers["www-authenticate"]) == (401, "NotSignedIn", "Bearer")
+    status, _, body = server.request("GET", "/staff/stats", headers={"authorization": "Bearer not.a.token"})
+    assert status == 401
+    status, _, body = server.request("GET", "/staff/stats", headers=outsider)
+    assert (status, body["error"]) == (403, "NotStaff")
+    # And the staff API's own OpenAPI document is served beside the turn API's
+    status, _, document = server.request("GET", "/openapi-staff.json")
+    assert status == 200 and "/staff/reviews/{conversation_id}/{turn_id}/decision" in document["paths"]
+    assert document["components"]["securitySchemes"]["staffToken"]["scheme"] == "bearer"

@@ -43,10 +43,32 @@ class ReplyScreen(StrEnum):
 
 
 class HumanReview(StrEnum):
-    """Every generated reply awaits a person's check; fixed text needs none."""
+    """Every generated reply awaits a person's check (pending until a staff decision); fixed text needs none."""
 
     PENDING = "pending"
     NOT_APPLICABLE = "not applicable"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    CORRECTED = "corrected"
+
+
+STAFF_REJECTED = frozenset({HumanReview.REJECTED, HumanReview.CORRECTED})
+"""The staff decisions that say a reply should not have been shown as it was."""
+
+HANDED_OFF = frozenset({Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF})
+"""The actions that leave the turn to a person: each becomes an item of the staff's hand-off queue."""
+
+
+class Queue(StrEnum):
+    """The staff desk's work queues, each a partition of the table's sparse queue index."""
+
+    REVIEW = "review"  # every generated reply, once screened
+    HANDOFF = "handoff"  # every hand_off, abstain_hand_off and refuse turn
+
+
+class HandoffStatus(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
 
 
 class Screen(StrEnum):

@@ -9,11 +9,12 @@ Reading a turn never writes.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
+from dialogue.actions import HANDED_OFF, Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
 from dialogue.errors import ConversationNotFound, StoreUnavailable, TurnLimitReached, TurnNotFound
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state
@@ -79,6 +80,7 @@ def take_turn(
     understanding = understand(text, pack)
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
+    handed_off = action in HANDED_OFF
     turn = TurnRecord(
         conversation_id=conversation_id,
         turn_id=before.turn_count + 1,
@@ -93,6 +95,11 @@ def take_turn(
         human_review=HumanReview.PENDING if uses_model else HumanReview.NOT_APPLICABLE,
         created_at=now,
         finalized_at=None if uses_model else now,
+        # A turn left to a person waits in the staff's hand-off queue; a generated one joins the review
+        # queue once screened (dialogue.store.record_screened_reply).
+        queue=Queue.HANDOFF if handed_off else None,
+        queued_at=now if handed_off else None,
+        handoff_status=HandoffStatus.OPEN if handed_off else None,
     )
     answered_by = store.commit_turn(before, state, turn, request_key=request_key)
     if answered_by != turn.turn_id:
@@ -122,3 +129,55 @@ def view_turn(store: ConversationStore, pack: DomainPack, conversation_id: UUID,
     if turn.reply_source is ReplySource.FIXED:
         return TurnView(turn=turn, reply=_fixed_text(turn, pack))
     return TurnView(turn=turn, reply=store.get_reply(conversation_id, turn_id))
+
+
+EXPIRED_REPLY = "This reply is no longer kept."
+
+
+class Message(BaseModel):
+    """One message the resident is shown: the assistant's reply to a turn, or a staff message posted
+    after a turn. Never the resident's own words (the page has them)."""
+
+    index: int
+    source: Literal["assistant", "staff"]
+    turn_id: int  # the reply's turn; for a staff message, the last turn before it was posted
+    about_turn: int | None = None  # a staff message's subject: the reply it corrects or the hand-off it answers
+    text: str
+    at: datetime
+
+
+class MessagePage(BaseModel):
+    messages: list[Message]
+    next_after: int
+    waiting: bool  # a reply is still being prepared: poll again
+
+
+def messages(store: ConversationStore, pack: DomainPack, conversation_id: UUID, after: int) -> MessagePage:
+    """The conversation's messages after the first `after`, in order.
+
+    In order means: the reply to turn 1, the staff messages posted after turn 1, the reply to turn 2, and
+    so on. The list stops before the first reply still being prepared, so it only ever grows at its end:
+    a page that has seen `after` messages asks for the rest with `after` and misses none.
+    """
+    load_conversation(store, conversation_id)
+    thread = store.thread(conversation_id)
+    staff_after: dict[int, list[Message]] = {}
+    for note in sorted(thread.staff, key=lambda m: (m.after_turn, m.number)):
+        staff_after.setdefault(note.after_turn, []).append(
+            Message(
+                index=0, source="staff", turn_id=note.after_turn, about_turn=note.about_turn, text=note.text, at=note.at
+            )
+        )
+    shown: list[Message] = list(staff_after.get(0, []))
+    waiting = False
+    for turn in sorted(thread.turns, key=lambda t: t.turn_id):
+        if turn.status is TurnStatus.PENDING:
+            waiting = True
+            break
+        text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else thread.replies.get(turn.turn_id)
+        # A generated reply is kept REPLY_RETENTION_HOURS; after that its place stays, so indexes never shift.
+        at = turn.finalized_at or turn.created_at
+        shown.append(Message(index=0, source="assistant", turn_id=turn.turn_id, text=text or EXPIRED_REPLY, at=at))
+        shown.extend(staff_after.get(turn.turn_id, []))
+    numbered = [message.model_copy(update={"index": index}) for index, message in enumerate(shown, start=1)]
+    return MessagePage(messages=numbered[after:], next_after=len(numbered), waiting=waiting)

@@ -42,3 +42,44 @@ class InvalidIdempotencyKey(DialogueError):
 
 class RetryInProgress(DialogueError):
     message = "A turn with this Idempotency-Key is still being processed; retry shortly."
+
+
+# --- the staff desk ----------------------------------------------------------------------------------
+
+
+class NotInQueue(DialogueError):
+    message = "No turn with that id waits in this queue."
+
+
+class ClaimedByOther(DialogueError):
+    message = "Another staff member holds this item's claim; try again once it is released or expires."
+
+
+class ClaimRequired(DialogueError):
+    message = "Claim the item first: it is not claimed by you, or your claim has expired."
+
+
+class AlreadyDecided(DialogueError):
+    message = "This reply has already been decided on."
+
+
+class HandoffClosed(DialogueError):
+    message = "This hand-off is closed."
+
+
+class InvalidDecision(DialogueError):
+    message = (
+        "A rejection needs a reason code from the desk's list; an approval takes neither a reason nor a correction."
+    )
+
+
+class NotStaff(DialogueError):
+    message = "This route is for desk staff; the token's user is not in the staff group."
+
+
+class StaffTextTooLong(DialogueError):
+    message = "The text is longer than the desk allows for a staff message."
+
+
+class NotSignedIn(DialogueError):
+    message = "Sign in as desk staff: the request carries no verified staff identity."

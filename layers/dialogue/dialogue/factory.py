@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 
 import boto3
 
+from dialogue.desk_store import DynamoDeskStore
 from dialogue.queues import SqsDispatchQueues
 from dialogue.settings import get_settings
 from dialogue.store import DynamoConversationStore
@@ -19,6 +21,19 @@ def get_store() -> DynamoConversationStore:
         settings.table_name,
         retention=settings.retention,
         reply_retention=settings.reply_retention,
+    )
+
+
+@lru_cache(maxsize=1)
+def get_desk_store() -> DynamoDeskStore:
+    settings = get_settings()
+    return DynamoDeskStore(
+        boto3.client("dynamodb"),
+        settings.table_name,
+        retention=settings.retention,
+        reply_retention=settings.reply_retention,
+        staff_message_retention=timedelta(days=settings.staff_message_retention_days),
+        audit_retention=timedelta(days=settings.audit_retention_days),
     )
 
 
@@ -39,6 +54,7 @@ def reset_caches() -> None:
 
     idempotency.reset()
     get_store.cache_clear()
+    get_desk_store.cache_clear()
     get_dispatch_queues.cache_clear()
     get_settings.cache_clear()
     forget_loaded_packs()

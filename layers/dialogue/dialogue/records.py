@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
+from dialogue.actions import Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
 from dialogue.state import DialogueState
 
 
@@ -45,10 +45,32 @@ class TurnRecord(BaseModel):
     fallback_used: bool = False
     created_at: datetime
     finalized_at: datetime | None = None
+    # The staff desk: the queue the turn waits in (a sparse index), its claim and its outcome.
+    queue: Queue | None = None
+    queued_at: datetime | None = None
+    handoff_status: HandoffStatus | None = None
+    claimed_by: str | None = None
+    claim_expires_at: datetime | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision_reason: str | None = None
+
+
+class Draft(BaseModel):
+    """What the model wrote for a turn, kept for the staff's review: model text built from state and
+    handbook rows, never user text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    output_tokens: Annotated[int, Field(ge=0)] | None = None
+    ended_by_eos: bool
+    hit_token_cap: bool
+    passage_ids: tuple[str, ...] = ()
 
 
 class ScreenOutcome(BaseModel):
-    """The screen function's verdict on one generated reply."""
+    """The screen function's verdict on one generated reply (with the draft it judged), or a deadline's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,3 +79,4 @@ class ScreenOutcome(BaseModel):
     reply_screen: ReplyScreen
     human_review: HumanReview
     final_reply: str
+    draft: Draft | None = None

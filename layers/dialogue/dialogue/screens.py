@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from dialogue.actions import CONTENT_SCREENS, Action, HumanReview, ReplyScreen, Screen
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizedReply, ReplyDeadline
-from dialogue.records import ScreenOutcome
+from dialogue.records import Draft, ScreenOutcome
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
@@ -117,6 +117,13 @@ def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:
         reply_screen=report.label,
         human_review=HumanReview.PENDING,
         final_reply=fixed_reply(job.action, state, pack) if fallback else realized.text,
+        draft=Draft(
+            text=realized.text,
+            output_tokens=realized.output_tokens,
+            ended_by_eos=realized.ended_by_eos,
+            hit_token_cap=realized.hit_token_cap,
+            passage_ids=job.fact_ids,
+        ),
     )
 
 

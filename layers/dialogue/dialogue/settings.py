@@ -27,6 +27,11 @@ class Settings(BaseSettings):
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=MAX_REPLY_DEADLINE_SECONDS)] = 60
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
+    # The staff desk.
+    staff_group: Annotated[str, Field(min_length=1, max_length=128)] = "desk-staff"
+    claim_seconds: Annotated[int, Field(ge=30, le=3600)] = 600
+    staff_message_retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    audit_retention_days: Annotated[int, Field(ge=1, le=3650)] = 365
 
     @property
     def retention(self) -> timedelta:
@@ -39,6 +44,10 @@ class Settings(BaseSettings):
     @property
     def reply_deadline(self) -> timedelta:
         return timedelta(seconds=self.reply_deadline_seconds)
+
+    @property
+    def claim_lifetime(self) -> timedelta:
+        return timedelta(seconds=self.claim_seconds)
 
 
 @lru_cache(maxsize=1)

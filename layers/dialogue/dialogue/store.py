@@ -20,8 +20,9 @@ from uuid import UUID
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict, Field
 
-from dialogue.actions import in_screen_order
+from dialogue.actions import Queue, in_screen_order
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
 from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
@@ -44,6 +45,7 @@ def _store_errors() -> Iterator[None]:
 
 STATE_SK = "STATE"
 TURN_PREFIX = "TURN#"
+MESSAGE_PREFIX = "MSG#"
 REQUEST_PREFIX = "REQUEST#"
 REQUEST_LIFETIME = timedelta(hours=24)
 """How long a REQUEST item keeps a key's turn: as long as the idempotency records live."""
@@ -66,9 +68,32 @@ class ConversationStore(Protocol):
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None: ...
 
+    def thread(self, conversation_id: UUID) -> Thread: ...
+
     def record_screened_reply(
         self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime
     ) -> bool: ...
+
+
+class StaffMessage(BaseModel):
+    """A staff message as kept: after which turn it was posted, its number, the turn it answers (the
+    reviewed reply a correction replaces, or the hand-off a reply answers), its text and time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    after_turn: int
+    number: int
+    about_turn: int
+    text: str
+    at: datetime
+
+
+class Thread(BaseModel):
+    """A conversation's turns (in order), the generated turns' replies by turn id, and its staff messages."""
+
+    turns: list[TurnRecord] = Field(default_factory=list)
+    replies: dict[int, str] = Field(default_factory=dict)
+    staff: list[StaffMessage] = Field(default_factory=list)
 
 
 def partition_key(conversation_id: UUID) -> str:
@@ -107,6 +132,12 @@ def stored_time(moment: datetime) -> str:
     """Every time an item keeps, in one format: ISO 8601 in UTC, to the millisecond."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
+
+TIMES = ("created_at", "finalized_at", "queued_at", "claim_expires_at", "decided_at")
+"""A TurnRecord's times, each kept as `stored_time`."""
+QUEUE_INDEX = "queue-index"
+"""The table's sparse global secondary index: `queue` (partition) and `queued_at` (sort), on TURN items
+that wait in a staff queue only."""
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -170,18 +201,17 @@ class DynamoConversationStore:
 
     def turn_item(self, turn: TurnRecord) -> dict[str, Any]:
         """The TURN item: the ids live only in the keys; the screens that fired are a set of their names,
-        absent while none has."""
-        values = turn.model_dump(
-            mode="json", exclude={"conversation_id", "turn_id", "created_at", "finalized_at", "screens_fired"}
-        )
+        absent while none has; a turn in a staff queue has `queue` and `queued_at`, the keys of the
+        table's sparse queue index."""
+        values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "screens_fired", *TIMES})
+        times = {name: stored_time(moment) for name in TIMES if (moment := getattr(turn, name)) is not None}
         return self._item(
             {
                 "pk": partition_key(turn.conversation_id),
                 "sk": turn_sort_key(turn.turn_id),
                 **values,
+                **times,
                 "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
-                "created_at": stored_time(turn.created_at),
-                "finalized_at": stored_time(turn.finalized_at) if turn.finalized_at else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
             }
         )
@@ -307,11 +337,17 @@ class DynamoConversationStore:
         answer), so the caller fails the message and the queue delivers it again.
         """
         key = self._item({"pk": partition_key(conversation_id), "sk": turn_sort_key(turn_id)})
+        # The draft the staff review, beside the reply shown: its text only where it differs from the
+        # reply (a draft shown as drafted is the reply), so a passed reply is not kept twice.
+        draft = outcome.draft.model_dump(mode="json") if outcome.draft is not None else {}
+        if draft and draft["text"] == outcome.final_reply:
+            del draft["text"]
         reply_item = self._item(
             {
                 "pk": partition_key(conversation_id),
                 "sk": reply_sort_key(turn_id),
                 "reply": outcome.final_reply,
+                **{f"draft_{name}" if name == "text" else name: value for name, value in draft.items()},
                 "created_at": stored_time(now),
                 "expires_at": _epoch(now + self._reply_retention),
             }
@@ -329,6 +365,12 @@ class DynamoConversationStore:
         if outcome.screens_fired:  # a string set cannot be empty: no screen, no attribute
             assignments += ", screens_fired = :fired"
             values[":fired"] = {str(screen) for screen in outcome.screens_fired}
+        names = {"#status": "status"}
+        if outcome.draft is not None:  # a screened draft awaits a person's check: the review queue
+            assignments += ", #queue = :queue, queued_at = :now"
+            values[":queue"] = str(Queue.REVIEW)
+            names["#queue"] = "queue"
+        # (A deadline's fallback has no draft and needs no review: human_review is "not applicable".)
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -338,7 +380,7 @@ class DynamoConversationStore:
                             "Key": key,
                             "UpdateExpression": "SET " + assignments,
                             "ConditionExpression": "#status = :pending",
-                            "ExpressionAttributeNames": {"#status": "status"},
+                            "ExpressionAttributeNames": names,
                             "ExpressionAttributeValues": self._item(values),
                         }
                     },
@@ -359,6 +401,45 @@ class DynamoConversationStore:
         except BotoCoreError:
             raise StoreUnavailable() from None
         return True
+
+    def thread(self, conversation_id: UUID) -> Thread:
+        """What the resident's message list is built from: the turns, the replies of generated turns, and
+        the staff messages (two queries on the partition's TURN# and MSG# items, read consistently)."""
+        thread = Thread()
+        for item in self._items_under(conversation_id, TURN_PREFIX):
+            sort_key = item["sk"]["S"]
+            if sort_key.endswith("#REPLY"):
+                thread.replies[int(sort_key.split("#")[1])] = str(self._plain(item)["reply"])
+            else:
+                thread.turns.append(turn_from_item(item))
+        for item in self._items_under(conversation_id, MESSAGE_PREFIX):
+            plain = self._plain(item)
+            _, after_turn, number = str(plain["sk"]).split("#")
+            thread.staff.append(
+                StaffMessage(
+                    after_turn=int(after_turn),
+                    number=int(number),
+                    about_turn=int(plain["about_turn"]),
+                    text=str(plain["text"]),
+                    at=datetime.fromisoformat(str(plain["at"])),
+                )
+            )
+        return thread
+
+    def _items_under(self, conversation_id: UUID, prefix: str) -> Iterator[dict[str, Any]]:
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": self._item({":pk": partition_key(conversation_id), ":prefix": prefix}),
+            "ConsistentRead": True,
+        }
+        while True:
+            with _store_errors():
+                response = self._client.query(**query)
+            yield from response.get("Items", [])
+            if "LastEvaluatedKey" not in response:
+                return
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _get(self, conversation_id: UUID, sort_key: str) -> GetItemOutputTypeDef:
         """One item of the conversation, read consistently."""

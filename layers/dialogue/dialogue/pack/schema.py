@@ -172,6 +172,20 @@ class ScreenPatterns(_Strict):
     placeholder_pattern: PatternText
 
 
+class StaffDesk(_Strict):
+    """The staff desk's words: the reasons a person may reject a reply for, and a staff message's limit."""
+
+    reason_codes: tuple[Identifier, ...] = Field(min_length=1)
+    max_message_chars: Annotated[int, Field(ge=1, le=4000)]
+
+    @field_validator("reason_codes")
+    @classmethod
+    def _distinct(cls, codes: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(codes)) != len(codes):
+            raise ValueError("reason codes must be distinct")
+        return codes
+
+
 class DomainInfo(_Strict):
     name: NonEmptyText
     program_slot: Identifier
@@ -188,6 +202,7 @@ class DomainSpec(_Strict):
     fact_rows: tuple[FactRows, ...]
     prompts: Prompts
     screens: ScreenPatterns
+    staff: StaffDesk
 
     @model_validator(mode="after")
     def _consistent(self) -> DomainSpec:

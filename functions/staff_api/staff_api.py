@@ -1,0 +1,418 @@
+"""The staff API Lambda: the desk's two queues (reviews of generated replies, hand-offs), claims,
+decisions, staff messages and the desk's figures.
+
+Every route sits behind the HTTP API's JWT authorizer (signature, issuer, client, expiry); this
+function also checks the staff group, which the authorizer cannot. Lists come from the table's sparse
+queue index, never a Scan. Every claim, release, decision, reply and close appends an audit item.
+Staff text is kept only as staff messages and never logged; resident text is never here at all.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from dialogue import desk
+from dialogue.actions import Queue, ReplyScreen
+from dialogue.api import (
+    BODY_UNREADABLE,
+    ERROR_STATUS,
+    ErrorBody,
+    ErrorCode,
+    body_read_as_json,
+    error_response,
+    install_error_handlers,
+    problem_at,
+)
+from dialogue.desk import DecisionRequest, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
+from dialogue.desk_store import DynamoDeskStore
+from dialogue.errors import DialogueError
+from dialogue.factory import get_desk_store
+from dialogue.observability import logger, metrics, tracer
+from dialogue.pack import get_pack
+from dialogue.records import TurnRecord
+from dialogue.settings import get_settings
+from dialogue.store import StaffMessage
+from staff_models import (
+    ClaimReleased,
+    ClaimTaken,
+    Decided,
+    HandoffPage,
+    MessagePosted,
+    ReviewPage,
+    errors,
+    success,
+)
+
+app = APIGatewayHttpResolver(enable_validation=True)
+
+ConversationId = Annotated[UUID, Path(description="The conversation the turn belongs to.")]
+TurnId = Annotated[int, Path(ge=1, le=999_999, description="The turn's number, from 1.")]
+Order = Annotated[Literal["newest", "oldest"], Query(description="Newest or oldest queued first.")]
+Limit = Annotated[int, Query(ge=1, le=100, description="At most this many items on the page.")]
+Cursor = Annotated[str | None, Query(max_length=2048, description="The next_cursor of the previous page.")]
+Held = Annotated[bool | None, Query(description="Only replies a screen held (true) or passed (false).")]
+Drafted = Annotated[
+    bool | None, Query(description="Only replies shown as the model drafted them (true) or replaced (false).")
+]
+GeneratedAction = Annotated[
+    Literal["request_program", "request_contact", "confirm", "inform"] | None,
+    Query(description="Only replies for this action."),
+]
+Review = Annotated[
+    Literal["pending", "approved", "rejected", "corrected"] | None, Query(description="Only items with this review.")
+]
+HandedOffAction = Annotated[
+    Literal["refuse", "abstain_hand_off", "hand_off"] | None, Query(description="Only hand-offs for this action.")
+]
+Status = Annotated[Literal["open", "closed"] | None, Query(description="Only open or closed hand-offs.")]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _staff() -> StaffMember:
+    staff: StaffMember = app.context["staff"]
+    return staff
+
+
+def _store() -> DynamoDeskStore:
+    return get_desk_store()
+
+
+# --- the queues ----------------------------------------------------------------------------------
+
+
+@app.get(
+    "/staff/reviews",
+    responses={**success(HTTPStatus.OK, ReviewPage, "A page of the review queue."), **errors(400, 401, 403)},
+)
+def list_reviews(
+    order: Order = "newest",
+    held: Held = None,
+    drafted: Drafted = None,
+    action: GeneratedAction = None,
+    review: Review = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
+) -> ReviewPage:
+    where: dict[str, str | bool] = {}
+    if held is not None:
+        where["reply_screen"] = str(ReplyScreen.HELD if held else ReplyScreen.NOT_FLAGGED)
+    if drafted is not None:
+        where["fallback_used"] = not drafted
+    if action is not None:
+        where["action"] = action
+    if review is not None:
+        where["human_review"] = review
+    turns, next_cursor = _page(Queue.REVIEW, order, limit, cursor, where)
+    metrics.add_metric(name="StaffReviewPagesRead", unit=MetricUnit.Count, value=1)
+    return ReviewPage(items=_review_items(turns), next_cursor=next_cursor)
+
+
+@app.get(
+    "/staff/handoffs",
+    responses={**success(HTTPStatus.OK, HandoffPage, "A page of the hand-off queue."), **errors(400, 401, 403)},
+)
+def list_handoffs(
+    order: Order = "newest",
+    status: Status = None,
+    action: HandedOffAction = None,
+    limit: Limit = 25,
+    cursor: Cursor = None,
+) -> HandoffPage:
+    where: dict[str, str | bool] = {}
+    if status is not None:
+        where["handoff_status"] = status
+    if action is not None:
+        where["action"] = action
+    turns, next_cursor = _page(Queue.HANDOFF, order, limit, cursor, where)
+    metrics.add_metric(name="StaffHandoffPagesRead", unit=MetricUnit.Count, value=1)
+    now = _now()
+    return HandoffPage(items=[desk.handoff_item(turn, _staff(), now) for turn in turns], next_cursor=next_cursor)
+
+
+def _page(
+    queue: Queue, order: str, limit: int, cursor: str | None, where: dict[str, str | bool]
+) -> tuple[list[TurnRecord], str | None]:
+    try:
+        return _store().queue_page(queue, newest_first=order == "newest", limit=limit, cursor=cursor, where=where)
+    except ValueError:
+        raise InvalidCursor() from None
+
+
+class InvalidCursor(Exception):
+    """A cursor this API did not give."""
+
+
+@app.exception_handler(InvalidCursor)
+def handle_invalid_cursor(_: InvalidCursor) -> Any:
+    return error_response(HTTPStatus.BAD_REQUEST, "invalid_cursor", "The cursor must be a next_cursor this API gave.")
+
+
+def _review_items(turns: list[TurnRecord]) -> list[ReviewItem]:
+    replies = _store().drafts(turns)
+    pack, staff, now = get_pack(), _staff(), _now()
+    items = []
+    for turn in turns:
+        reply, draft = replies.get((turn.conversation_id, turn.turn_id), (None, None))
+        items.append(desk.review_item(turn, reply, draft, pack, staff, now))
+    return items
+
+
+@app.get(
+    "/staff/reviews/<conversation_id>/<turn_id>",
+    responses={**success(HTTPStatus.OK, ReviewItem, "One generated reply, as reviewed."), **errors(400, 401, 403)},
+)
+def get_review(conversation_id: ConversationId, turn_id: TurnId) -> ReviewItem:
+    turn = _store().queued_turn(conversation_id, turn_id, Queue.REVIEW)
+    metrics.add_metric(name="StaffItemsRead", unit=MetricUnit.Count, value=1)
+    return _review_items([turn])[0]
+
+
+@app.get(
+    "/staff/handoffs/<conversation_id>/<turn_id>",
+    responses={**success(HTTPStatus.OK, HandoffItem, "One hand-off."), **errors(400, 401, 403)},
+)
+def get_handoff(conversation_id: ConversationId, turn_id: TurnId) -> HandoffItem:
+    turn = _store().queued_turn(conversation_id, turn_id, Queue.HANDOFF)
+    metrics.add_metric(name="StaffItemsRead", unit=MetricUnit.Count, value=1)
+    return desk.handoff_item(turn, _staff(), _now())
+
+
+# --- claims --------------------------------------------------------------------------------------
+
+
+def _claim(queue: Queue, conversation_id: UUID, turn_id: int) -> ClaimTaken:
+    now = _now()
+    expires = _store().claim(conversation_id, turn_id, queue, _staff(), now, get_settings().claim_lifetime)
+    metrics.add_metric(name="StaffClaims", unit=MetricUnit.Count, value=1)
+    _log("claim", queue, conversation_id, turn_id)
+    return ClaimTaken(conversation_id=conversation_id, turn_id=turn_id, claim=desk.Claim(mine=True, expires_at=expires))
+
+
+def _release(queue: Queue, conversation_id: UUID, turn_id: int) -> ClaimReleased:
+    _store().release(conversation_id, turn_id, queue, _staff(), _now())
+    metrics.add_metric(name="StaffReleases", unit=MetricUnit.Count, value=1)
+    _log("release", queue, conversation_id, turn_id)
+    return ClaimReleased(conversation_id=conversation_id, turn_id=turn_id)
+
+
+_CLAIM_DOC = {
+    **success(HTTPStatus.OK, ClaimTaken, "The claim is yours until it expires."),
+    **errors(400, 401, 403, 409),
+}
+_RELEASE_DOC = {**success(HTTPStatus.OK, ClaimReleased, "The claim is released."), **errors(400, 401, 403, 409)}
+
+
+@app.post("/staff/reviews/<conversation_id>/<turn_id>/claim", responses=_CLAIM_DOC)
+def claim_review(conversation_id: ConversationId, turn_id: TurnId) -> ClaimTaken:
+    return _claim(Queue.REVIEW, conversation_id, turn_id)
+
+
+@app.post("/staff/handoffs/<conversation_id>/<turn_id>/claim", responses=_CLAIM_DOC)
+def claim_handoff(conversation_id: ConversationId, turn_id: TurnId) -> ClaimTaken:
+    return _claim(Queue.HANDOFF, conversation_id, turn_id)
+
+
+@app.post("/staff/reviews/<conversation_id>/<turn_id>/release", responses=_RELEASE_DOC)
+def release_review(conversation_id: ConversationId, turn_id: TurnId) -> ClaimReleased:
+    return _release(Queue.REVIEW, conversation_id, turn_id)
+
+
+@app.post("/staff/handoffs/<conversation_id>/<turn_id>/release", responses=_RELEASE_DOC)
+def release_handoff(conversation_id: ConversationId, turn_id: TurnId) -> ClaimReleased:
+    return _release(Queue.HANDOFF, conversation_id, turn_id)
+
+
+# --- decisions, replies, closes ------------------------------------------------------------------
+
+
+@app.post(
+    "/staff/reviews/<conversation_id>/<turn_id>/decision",
+    responses={
+        **success(HTTPStatus.OK, Decided, "The decision is recorded; a correction is posted to the resident."),
+        **errors(400, 401, 403, 409, 422),
+    },
+)
+def decide(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[DecisionRequest, Body()]) -> Decided:
+    pack = get_pack()
+    review = desk.decided_review(request, pack)
+    correction = desk.checked_staff_text(request.correction, pack) if request.correction is not None else None
+    posted = _store().decide(conversation_id, turn_id, _staff(), _now(), review, request.reason, correction)
+    _log("decision", Queue.REVIEW, conversation_id, turn_id, outcome=str(review), reason=request.reason)
+    metrics.add_metric(name=f"StaffDecision_{review}", unit=MetricUnit.Count, value=1)
+    return Decided(item=get_review(conversation_id, turn_id), correction=_posted(conversation_id, posted))
+
+
+@app.post(
+    "/staff/handoffs/<conversation_id>/<turn_id>/reply",
+    responses={
+        **success(HTTPStatus.OK, MessagePosted, "The staff message is posted to the resident's conversation."),
+        **errors(400, 401, 403, 409, 422),
+    },
+)
+def reply(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[StaffText, Body()]) -> MessagePosted:
+    text = desk.checked_staff_text(request.text, get_pack())
+    posted = _store().reply(conversation_id, turn_id, _staff(), _now(), text)
+    _log("reply", Queue.HANDOFF, conversation_id, turn_id, text_chars=len(text))
+    metrics.add_metric(name="StaffReplies", unit=MetricUnit.Count, value=1)
+    answer = _posted(conversation_id, posted)
+    assert answer is not None
+    return answer
+
+
+@app.post(
+    "/staff/handoffs/<conversation_id>/<turn_id>/close",
+    responses={**success(HTTPStatus.OK, HandoffItem, "The hand-off is closed."), **errors(400, 401, 403, 409)},
+)
+def close(conversation_id: ConversationId, turn_id: TurnId) -> HandoffItem:
+    _store().close(conversation_id, turn_id, _staff(), _now())
+    _log("close", Queue.HANDOFF, conversation_id, turn_id)
+    metrics.add_metric(name="StaffHandoffsClosed", unit=MetricUnit.Count, value=1)
+    return get_handoff(conversation_id, turn_id)
+
+
+def _posted(conversation_id: UUID, message: StaffMessage | None) -> MessagePosted | None:
+    if message is None:
+        return None
+    return MessagePosted(
+        conversation_id=conversation_id,
+        after_turn=message.after_turn,
+        number=message.number,
+        about_turn=message.about_turn,
+        at=message.at,
+    )
+
+
+def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: Any) -> None:
+    """Who did what to which turn: ids, codes and sizes, never text."""
+    logger.info(
+        f"staff {what}",
+        staff=_staff().subject,
+        queue=str(queue),
+        conversation_id=str(conversation_id),
+        turn_id=turn_id,
+        **extra,
+    )
+
+
+# --- the desk's figures ----------------------------------------------------------------------------
+
+
+@app.get(
+    "/staff/stats",
+    responses={**success(HTTPStatus.OK, DeskStats, "The desk's figures, also emitted as metrics."), **errors(401, 403)},
+)
+def stats() -> DeskStats:
+    store = _store()
+    figures = desk.desk_stats(list(store.whole_queue(Queue.REVIEW)), list(store.whole_queue(Queue.HANDOFF)))
+    _emit(figures)
+    return figures
+
+
+def _emit(figures: DeskStats) -> None:
+    """The figures as EMF metrics (shares in percent), so dashboards and alarms see what the desk sees."""
+    for status, count in figures.reviews.items():
+        metrics.add_metric(name=f"Reviews_{status}", unit=MetricUnit.Count, value=count)
+    for status, count in figures.handoffs.items():
+        metrics.add_metric(name=f"Handoffs_{status}", unit=MetricUnit.Count, value=count)
+    if figures.seconds_to_decision_median is not None:
+        metrics.add_metric(
+            name="SecondsToDecisionMedian", unit=MetricUnit.Seconds, value=figures.seconds_to_decision_median
+        )
+    if figures.seconds_to_decision_p90 is not None:
+        metrics.add_metric(name="SecondsToDecisionP90", unit=MetricUnit.Seconds, value=figures.seconds_to_decision_p90)
+    shares = {"ShownAsDrafted": figures.shown_as_drafted_share}
+    for name, agreement in {"AllScreens": figures.screens_overall, **figures.screens}.items():
+        shares[f"{name}_HeldRejected"] = agreement.held_rejected_share
+        shares[f"{name}_PassedRejected"] = agreement.passed_rejected_share
+    for name, share in shares.items():
+        if share is not None:
+            metrics.add_metric(name=f"{name}Percent", unit=MetricUnit.Percent, value=100 * share)
+
+
+# --- errors and the handler ------------------------------------------------------------------------
+
+
+_BODY_FIELDS = {"decision", "reason", "correction", "text"}
+
+
+def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
+    """One sentence for the first problem, chosen from where it is, never from what was sent."""
+    location, kind = problem_at(problems)
+    if location[:1] == ("path",):
+        if location[1:2] == ("conversation_id",):
+            return "invalid_conversation_id", "The conversation id must be a UUID."
+        return "invalid_turn_id", "The turn id must be a whole number from 1."
+    if location[:1] == ("query",):
+        if location[1:2] == ("cursor",):
+            return "invalid_cursor", "The cursor must be a next_cursor this API gave."
+        return "invalid_query", "A query parameter is not one of the values this route documents."
+    if kind in BODY_UNREADABLE:
+        return "invalid_body", "The body must be the JSON object this route documents."
+    if kind in ("string_too_short", "string_too_long"):
+        return "invalid_text_length", "The text must hold between 1 and 4000 characters, within the desk's limit."
+    if kind == "extra_forbidden":
+        return "unexpected_field", "The body holds a field this route does not take."
+    if kind == "missing" and location[1:2] == ("text",):
+        return "missing_text", 'The body must be a JSON object with a "text" field.'
+    if location[1:2] == ("decision",) or kind in ("missing", "literal_error"):
+        return (
+            "invalid_decision",
+            'A decision is {"decision": "approve" | "reject", "reason": code, "correction": text}.',
+        )
+    if kind == "string_type":
+        return "invalid_text_type", "Every text field must be a string."
+    return "invalid_request", "The request is not valid for this route."
+
+
+install_error_handlers(
+    app,
+    _validation_message,
+    ("conversation_id", "turn_id", "order", "held", "drafted", "action", "review", "status", "limit", "cursor",
+     *_BODY_FIELDS),
+)  # fmt: skip
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        staff = desk.staff_member(_claims(event), get_settings().staff_group)
+    except DialogueError as refusal:
+        return _refused(refusal)
+    app.append_context(staff=staff)  # type: ignore[no-untyped-call]  # Powertools leaves it untyped
+    return app.resolve(body_read_as_json(event), context)
+
+
+def _claims(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The verified token's claims, as API Gateway's JWT authorizer puts them in the event."""
+    context = event.get("requestContext") or {}
+    claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims")
+    return claims if isinstance(claims, dict) else None
+
+
+def _refused(refusal: DialogueError) -> dict[str, Any]:
+    """The answer to a request with no staff identity, before any route runs."""
+    status = ERROR_STATUS[type(refusal)]
+    logger.info("request refused", error=type(refusal).__name__, status=int(status))
+    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
+    body = ErrorBody(error=type(refusal).__name__, message=refusal.message)  # type: ignore[arg-type]
+    return {
+        "statusCode": int(status),
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(body.model_dump()),
+        "isBase64Encoded": False,
+    }

@@ -1,0 +1,87 @@
+"""The staff API's response bodies (the queue items themselves are dialogue.desk's) and how each route
+documents its errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from dialogue.api import ErrorBody, ErrorCode, error_responses, success
+from dialogue.desk import (
+    Claim,
+    DecisionRequest,
+    DeskStats,
+    HandoffItem,
+    ReviewItem,
+    ScreenAgreement,
+    StaffText,
+)
+
+__all__ = [
+    "Claim",
+    "DecisionRequest",
+    "DeskStats",
+    "ErrorBody",
+    "ErrorCode",
+    "HandoffItem",
+    "ReviewItem",
+    "ScreenAgreement",
+    "StaffText",
+    "errors",
+    "success",
+]
+
+
+class ReviewPage(BaseModel):
+    items: list[ReviewItem]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; absent on the last
+
+
+class HandoffPage(BaseModel):
+    items: list[HandoffItem]
+    next_cursor: str | None = None
+
+
+class ClaimTaken(BaseModel):
+    conversation_id: UUID
+    turn_id: int
+    claim: Claim
+
+
+class ClaimReleased(BaseModel):
+    conversation_id: UUID
+    turn_id: int
+    released: bool = True
+
+
+class MessagePosted(BaseModel):
+    """A staff message as posted: where it sits in the resident's messages. The text is not repeated."""
+
+    conversation_id: UUID
+    after_turn: int
+    number: int
+    about_turn: int
+    at: datetime
+
+
+class Decided(BaseModel):
+    item: ReviewItem
+    correction: MessagePosted | None = None
+
+
+errors = error_responses(
+    {
+        400: "Malformed request: an id that is not well formed, a query parameter out of range, or a body "
+        "that is not the JSON object the route takes.",
+        401: "No verified staff identity: sign in (the gateway refuses a missing, expired or foreign token).",
+        403: "The signed-in user is not in the desk's staff group.",
+        404: "No turn with that id waits in this queue, or no route for that method and path.",
+        409: "The item is claimed by someone else, not claimed by you (or your claim expired), already decided "
+        "or closed; or another write changed the conversation first.",
+        422: "The body does not validate: a rejection without a reason code from the desk's list, an "
+        "approval with one, or text empty or longer than the desk allows.",
+        503: "The store is unavailable for a moment; retry after `Retry-After` seconds.",
+    }
+)

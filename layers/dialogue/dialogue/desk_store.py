@@ -1,0 +1,490 @@
+"""The staff desk's items on the conversation table.
+
+- Queues: TURN items carry `queue` and `queued_at` while they wait in a staff queue; the table's sparse
+  index QUEUE_INDEX (partition `queue`, sort `queued_at`) lists them without a Scan.
+- Claims: `claimed_by` and `claim_expires_at` on the TURN item, set and cleared by conditional writes.
+- Staff messages: `MSG#<turn count:06d>#<n:06d>` under the conversation, n from the conversation's
+  STAFFMSG counter. A message and its counter are written in one transaction, conditional on the
+  counter and on the conversation's turn count, so messages are committed in the order they sort in:
+  the resident's message list only ever grows at its end.
+- Audit: `AUDIT#<conversation id>` partitions, one item per claim, release, decision, reply or close,
+  put once (`attribute_not_exists`) and never updated; the template denies updates to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+from uuid import UUID
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dialogue.actions import HandoffStatus, HumanReview, Queue
+from dialogue.desk import StaffMember
+from dialogue.errors import (
+    AlreadyDecided,
+    ClaimedByOther,
+    ClaimRequired,
+    ConcurrentTurnConflict,
+    HandoffClosed,
+    NotInQueue,
+    StoreUnavailable,
+)
+from dialogue.records import Draft, TurnRecord
+from dialogue.store import (
+    CONDITION_FAILED,
+    MESSAGE_PREFIX,
+    QUEUE_INDEX,
+    STATE_SK,
+    DynamoConversationStore,
+    StaffMessage,
+    _epoch,
+    _store_errors,
+    cancellation_codes,
+    partition_key,
+    reply_sort_key,
+    stored_time,
+    turn_from_item,
+    turn_sort_key,
+)
+
+STAFF_COUNTER_SK = "STAFFMSG"
+AUDIT_PREFIX = "AUDIT#"
+AuditAction = Literal["claim", "release", "decision", "reply", "close"]
+
+
+def message_sort_key(turn_count: int, number: int) -> str:
+    return f"{MESSAGE_PREFIX}{turn_count:06d}#{number:06d}"
+
+
+def audit_partition(conversation_id: UUID) -> str:
+    return f"{AUDIT_PREFIX}{conversation_id}"
+
+
+def encode_cursor(key: dict[str, Any] | None) -> str | None:
+    """An index query's LastEvaluatedKey as an opaque page cursor (ids and times, no user text)."""
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
+
+
+def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if not cursor:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError):
+        raise ValueError("the page cursor is not one this API gave") from None
+    if not isinstance(key, dict) or not all(isinstance(value, dict) for value in key.values()):
+        raise ValueError("the page cursor is not one this API gave")
+    return key
+
+
+class DynamoDeskStore(DynamoConversationStore):
+    """The conversation store, with the desk's queries and writes."""
+
+    def __init__(self, *args: Any, staff_message_retention: timedelta, audit_retention: timedelta, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._message_retention = staff_message_retention
+        self._audit_retention = audit_retention
+
+    # --- reading the queues ----------------------------------------------------------------------
+
+    def queue_page(
+        self,
+        queue: Queue,
+        *,
+        newest_first: bool,
+        limit: int,
+        cursor: str | None,
+        where: Mapping[str, str | bool] | None = None,
+    ) -> tuple[list[TurnRecord], str | None]:
+        """One page of a queue from the sparse index, and the cursor of the next page (None: no more).
+
+        `where` keeps the items whose attributes equal the values given (a filter on the query: a page
+        may hold fewer than `limit` items and still have a next one)."""
+        names = {"#queue": "queue"}
+        values: dict[str, Any] = {":queue": str(queue)}
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": QUEUE_INDEX,
+            "KeyConditionExpression": "#queue = :queue",
+            "ScanIndexForward": not newest_first,
+            "Limit": limit,
+        }
+        conditions = []
+        for number, (attribute, value) in enumerate(sorted((where or {}).items())):
+            names[f"#f{number}"] = attribute
+            values[f":f{number}"] = value
+            conditions.append(f"#f{number} = :f{number}")
+        if conditions:
+            query["FilterExpression"] = " AND ".join(conditions)
+        query["ExpressionAttributeNames"] = names
+        query["ExpressionAttributeValues"] = self._item(values)
+        start = decode_cursor(cursor)
+        if start is not None:
+            query["ExclusiveStartKey"] = start
+        with _store_errors():
+            response = self._client.query(**query)
+        turns = [turn_from_item(item) for item in response.get("Items", [])]
+        return turns, encode_cursor(response.get("LastEvaluatedKey"))
+
+    def whole_queue(self, queue: Queue) -> Iterator[TurnRecord]:
+        """Every item of a queue, page by page (for the statistics)."""
+        cursor: str | None = None
+        while True:
+            turns, cursor = self.queue_page(queue, newest_first=False, limit=500, cursor=cursor)
+            yield from turns
+            if cursor is None:
+                return
+
+    def drafts(self, turns: Sequence[TurnRecord]) -> dict[tuple[UUID, int], tuple[str | None, Draft | None]]:
+        """Each turn's REPLY item: the reply shown and the draft it judged (BatchGetItem, 100 a call)."""
+        found: dict[tuple[UUID, int], tuple[str | None, Draft | None]] = {}
+        keys = [
+            self._item({"pk": partition_key(turn.conversation_id), "sk": reply_sort_key(turn.turn_id)})
+            for turn in turns
+        ]
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self._table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            while request:
+                with _store_errors():
+                    response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    plain = self._plain(item)
+                    conversation_id = UUID(str(plain["pk"]).removeprefix("CONV#"))
+                    turn_id = int(str(plain["sk"]).split("#")[1])
+                    draft = None
+                    if "ended_by_eos" in plain:  # a screened draft (its text is the reply's when absent)
+                        draft = Draft(
+                            text=str(plain.get("draft_text", plain["reply"])),
+                            output_tokens=int(plain["output_tokens"])
+                            if plain.get("output_tokens") is not None
+                            else None,
+                            ended_by_eos=bool(plain["ended_by_eos"]),
+                            hit_token_cap=bool(plain["hit_token_cap"]),
+                            passage_ids=tuple(plain.get("passage_ids", ())),
+                        )
+                    found[(conversation_id, turn_id)] = (str(plain["reply"]), draft)
+                request = response.get("UnprocessedKeys") or {}  # type: ignore[assignment]
+        return found
+
+    def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
+        turn = self.get_turn(conversation_id, turn_id)
+        if turn is None or turn.queue is not queue:
+            raise NotInQueue()
+        return turn
+
+    # --- claims --------------------------------------------------------------------------------------
+
+    def claim(
+        self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime, lifetime: timedelta
+    ) -> datetime:
+        """Take (or renew) the item's claim until now + lifetime. Raises ClaimedByOther when another
+        staff member's claim is live, AlreadyDecided or HandoffClosed when there is nothing left to do."""
+        expires = datetime.fromisoformat(stored_time(now + lifetime))  # as kept: to the millisecond
+        condition = (
+            "#queue = :queue AND (attribute_not_exists(claimed_by) OR claimed_by = :me OR claim_expires_at <= :now)"
+        )
+        condition += self._open_condition(queue)
+        update = {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._turn_key(conversation_id, turn_id),
+                "UpdateExpression": "SET claimed_by = :me, claim_expires_at = :expires",
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#queue": "queue"},
+                "ExpressionAttributeValues": self._item(
+                    {
+                        ":queue": str(queue),
+                        ":me": staff.subject,
+                        ":now": stored_time(now),
+                        ":expires": stored_time(expires),
+                        **self._open_values(queue),
+                    }
+                ),
+            }
+        }
+        self._transact(
+            [update, self._audit(conversation_id, turn_id, queue, staff, now, "claim")],
+            conversation_id,
+            turn_id,
+            queue,
+            staff,
+            now,
+        )
+        return expires
+
+    def release(self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime) -> None:
+        update = {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._turn_key(conversation_id, turn_id),
+                "UpdateExpression": "REMOVE claimed_by, claim_expires_at",
+                "ConditionExpression": "#queue = :queue AND claimed_by = :me",
+                "ExpressionAttributeNames": {"#queue": "queue"},
+                "ExpressionAttributeValues": self._item({":queue": str(queue), ":me": staff.subject}),
+            }
+        }
+        self._transact(
+            [update, self._audit(conversation_id, turn_id, queue, staff, now, "release")],
+            conversation_id,
+            turn_id,
+            queue,
+            staff,
+            now,
+        )
+
+    # --- decisions, replies, closes ------------------------------------------------------------------
+
+    def decide(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        staff: StaffMember,
+        now: datetime,
+        review: HumanReview,
+        reason: str | None,
+        correction: str | None,
+    ) -> StaffMessage | None:
+        """Record a decision on a claimed review item (and post its correction), in one transaction."""
+        queue = Queue.REVIEW
+        values: dict[str, Any] = {":review": str(review)}
+        assignments = "human_review = :review, decided_by = :me, decided_at = :now"
+        if reason is not None:
+            assignments += ", decision_reason = :reason"
+            values[":reason"] = reason
+        update = self._on_claimed(conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values)
+        audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
+        return self._with_message(conversation_id, correction, now, [update, audit], turn_id, queue, staff)
+
+    def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
+        """Post a staff message on a claimed, open hand-off."""
+        queue = Queue.HANDOFF
+        check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
+        audit = self._audit(conversation_id, turn_id, queue, staff, now, "reply")
+        posted = self._with_message(conversation_id, text, now, [check, audit], turn_id, queue, staff)
+        assert posted is not None  # there was text to post
+        return posted
+
+    def close(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime) -> None:
+        queue = Queue.HANDOFF
+        closing = "SET handoff_status = :closed, decided_by = :me, decided_at = :now"
+        update = self._on_claimed(
+            conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)}
+        )
+        audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
+        self._transact([update, audit], conversation_id, turn_id, queue, staff, now)
+
+    def _on_claimed(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+        now: datetime,
+        assignments: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A transaction item on a turn that waits in `queue`, still needs work, and on which `staff` holds
+        a live claim: an Update that makes `assignments` and ends the claim, or (without assignments) a
+        ConditionCheck."""
+        body = {
+            "TableName": self._table,
+            "Key": self._turn_key(conversation_id, turn_id),
+            "ConditionExpression": "#queue = :queue AND claimed_by = :me AND claim_expires_at > :now"
+            + self._open_condition(queue),
+            "ExpressionAttributeNames": {"#queue": "queue"},
+            "ExpressionAttributeValues": self._item(
+                {
+                    ":queue": str(queue),
+                    ":me": staff.subject,
+                    ":now": stored_time(now),
+                    **self._open_values(queue),
+                    **(values or {}),
+                }
+            ),
+        }
+        if assignments is None:
+            return {"ConditionCheck": body}
+        return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE claimed_by, claim_expires_at"}}
+
+    def audit_trail(self, conversation_id: UUID) -> list[dict[str, Any]]:
+        """The conversation's audit items, oldest first."""
+        with _store_errors():
+            response = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues=self._item({":pk": audit_partition(conversation_id)}),
+                ConsistentRead=True,
+            )
+        return [self._plain(item) for item in response.get("Items", [])]
+
+    # --- the pieces ---------------------------------------------------------------------------------
+
+    def _turn_key(self, conversation_id: UUID, turn_id: int) -> dict[str, Any]:
+        return self._item({"pk": partition_key(conversation_id), "sk": turn_sort_key(turn_id)})
+
+    @staticmethod
+    def _open_condition(queue: Queue) -> str:
+        """An item still needing work: a review not yet decided, a hand-off not closed."""
+        return " AND human_review = :pending" if queue is Queue.REVIEW else " AND handoff_status = :open"
+
+    @staticmethod
+    def _open_values(queue: Queue) -> dict[str, str]:
+        if queue is Queue.REVIEW:
+            return {":pending": str(HumanReview.PENDING)}
+        return {":open": str(HandoffStatus.OPEN)}
+
+    def _audit(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+        now: datetime,
+        action: AuditAction,
+        outcome: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """An audit item, put once: who, when, what, on which turn. Never staff or resident text."""
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": self._item(
+                    {
+                        "pk": audit_partition(conversation_id),
+                        "sk": f"{stored_time(now)}#{uuid.uuid4().hex}",
+                        "staff": staff.subject,
+                        "action": action,
+                        "queue": str(queue),
+                        "turn_id": turn_id,
+                        "outcome": outcome,
+                        "reason": reason,
+                        "at": stored_time(now),
+                        "expires_at": _epoch(now + self._audit_retention),
+                    }
+                ),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _with_message(
+        self,
+        conversation_id: UUID,
+        text: str | None,
+        now: datetime,
+        items: list[dict[str, Any]],
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+    ) -> StaffMessage | None:
+        """Commit `items`, with a staff message when there is text: the conversation's turn count and its
+        message counter, read first, are conditions of the same transaction (tried three times on a race)."""
+        if text is None:
+            self._transact(items, conversation_id, turn_id, queue, staff, now)
+            return None
+        for _attempt in range(3):
+            state = self.load_conversation(conversation_id)
+            if state is None:
+                raise NotInQueue()
+            counter = self._get(conversation_id, STAFF_COUNTER_SK).get("Item")
+            count = int(self._plain(counter)["count"]) if counter else 0
+            message_items = [
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table,
+                        "Key": self._item({"pk": partition_key(conversation_id), "sk": STATE_SK}),
+                        "ConditionExpression": "turn_count = :turns",
+                        "ExpressionAttributeValues": self._item({":turns": state.turn_count}),
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": self._item(
+                            {
+                                "pk": partition_key(conversation_id),
+                                "sk": STAFF_COUNTER_SK,
+                                "count": count + 1,
+                                "expires_at": _epoch(now + self._message_retention),
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk) OR #count = :count",
+                        "ExpressionAttributeNames": {"#count": "count"},
+                        "ExpressionAttributeValues": self._item({":count": count}),
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": self._item(
+                            {
+                                "pk": partition_key(conversation_id),
+                                "sk": message_sort_key(state.turn_count, count + 1),
+                                "about_turn": turn_id,
+                                "text": text,
+                                "at": stored_time(now),
+                                "expires_at": _epoch(now + self._message_retention),
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+            try:
+                self._transact(
+                    [*items, *message_items], conversation_id, turn_id, queue, staff, now, race_from=len(items)
+                )
+            except _MessageRace:
+                continue
+            return StaffMessage(after_turn=state.turn_count, number=count + 1, about_turn=turn_id, text=text, at=now)
+        raise ConcurrentTurnConflict()
+
+    def _transact(
+        self,
+        items: list[dict[str, Any]],
+        conversation_id: UUID,
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+        now: datetime,
+        *,
+        race_from: int | None = None,
+    ) -> None:
+        """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
+        a failure of a condition from item `race_from` on (the staff message's) is a race to retry."""
+        try:
+            self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise StoreUnavailable() from None
+            codes = cancellation_codes(error)
+            if codes and codes[0] == CONDITION_FAILED:
+                raise self._why_refused(conversation_id, turn_id, queue, staff, now) from None
+            if race_from is not None and CONDITION_FAILED in codes[race_from:]:
+                raise _MessageRace() from None
+            raise ConcurrentTurnConflict() from None
+        except BotoCoreError:
+            raise StoreUnavailable() from None
+
+    def _why_refused(
+        self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime
+    ) -> Exception:
+        turn = self.get_turn(conversation_id, turn_id)
+        if turn is None or turn.queue is not queue:
+            return NotInQueue()
+        if queue is Queue.REVIEW and turn.human_review is not HumanReview.PENDING:
+            return AlreadyDecided()
+        if queue is Queue.HANDOFF and turn.handoff_status is HandoffStatus.CLOSED:
+            return HandoffClosed()
+        live = turn.claimed_by is not None and turn.claim_expires_at is not None and turn.claim_expires_at > now
+        if live and turn.claimed_by != staff.subject:
+            return ClaimedByOther()
+        return ClaimRequired()
+
+
+class _MessageRace(Exception):
+    """The staff message's turn count or counter moved between the read and the write."""

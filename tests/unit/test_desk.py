@@ -1,0 +1,187 @@
+"""The staff desk's rules as pure logic: decisions, who counts as staff, and the desk's figures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+from pydantic import ValidationError
+
+from dialogue.actions import Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
+from dialogue.desk import (
+    DecisionRequest,
+    StaffMember,
+    checked_staff_text,
+    claim_view,
+    claimed_groups,
+    decided_review,
+    desk_stats,
+    percentile,
+    staff_member,
+)
+from dialogue.errors import InvalidDecision, NotSignedIn, NotStaff, StaffTextTooLong
+from dialogue.pack import DomainPack
+from dialogue.records import TurnRecord
+
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def reviewed(
+    review: HumanReview, *, held: bool = False, fired: tuple[Screen, ...] = (), waited_s: float | None = None
+) -> TurnRecord:
+    """A review-queue turn queued at T0, decided `waited_s` later (if decided)."""
+    return TurnRecord(
+        conversation_id=uuid4(),
+        turn_id=1,
+        intent="program_interest",
+        injection_screen=False,
+        privileged_request=False,
+        slots={},
+        action=Action.CONFIRM,
+        reply_source=ReplySource.MODEL,
+        status=TurnStatus.FINAL,
+        screens_fired=fired,
+        reply_screen=ReplyScreen.HELD if held else ReplyScreen.NOT_FLAGGED,
+        human_review=review,
+        fallback_used=held,
+        created_at=T0 - timedelta(seconds=1),
+        queue=Queue.REVIEW,
+        queued_at=T0,
+        decided_at=T0 + timedelta(seconds=waited_s) if waited_s is not None else None,
+    )
+
+
+def handed_off(status: HandoffStatus) -> TurnRecord:
+    turn = reviewed(HumanReview.NOT_APPLICABLE)
+    return turn.model_copy(update={"queue": Queue.HANDOFF, "handoff_status": status, "action": Action.HAND_OFF})
+
+
+# --- decisions -------------------------------------------------------------------------------------------
+
+
+def test_a_decision_is_checked_against_the_desks_reason_codes(pack: DomainPack) -> None:
+    assert decided_review(DecisionRequest(decision="approve"), pack) is HumanReview.APPROVED
+    assert decided_review(DecisionRequest(decision="reject", reason="wrong_fact"), pack) is HumanReview.REJECTED
+    corrected = DecisionRequest(decision="reject", reason="promise", correction="A better answer.")
+    assert decided_review(corrected, pack) is HumanReview.CORRECTED
+    for bad in (
+        DecisionRequest(decision="reject"),
+        DecisionRequest(decision="reject", reason="made_up"),
+        DecisionRequest(decision="approve", reason="other"),
+        DecisionRequest(decision="approve", correction="Text."),
+    ):
+        with pytest.raises(InvalidDecision):
+            decided_review(bad, pack)
+
+
+def test_a_decision_body_never_repeats_what_was_sent_in_its_errors() -> None:
+    with pytest.raises(ValidationError) as error:
+        DecisionRequest.model_validate({"decision": "Sentinel-Decision-99", "reason": 4})
+    assert "Sentinel-Decision-99" not in str(error.value)
+
+
+def test_staff_text_has_the_desks_limit(pack: DomainPack) -> None:
+    limit = pack.spec.staff.max_message_chars
+    assert checked_staff_text("x" * limit, pack) == "x" * limit
+    with pytest.raises(StaffTextTooLong):
+        checked_staff_text("x" * (limit + 1), pack)
+
+
+# --- who is staff ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claim", "groups"),
+    [
+        ("[desk-staff]", {"desk-staff"}),
+        ("[desk-staff admins]", {"desk-staff", "admins"}),
+        ("desk-staff,admins", {"desk-staff", "admins"}),
+        (["desk-staff"], {"desk-staff"}),
+        ("[]", set()),
+        (None, set()),
+    ],
+)
+def test_group_claims_as_the_gateway_passes_them(claim: object, groups: set[str]) -> None:
+    claims = {} if claim is None else {"cognito:groups": claim}
+    assert claimed_groups(claims) == groups
+
+
+def test_only_a_subject_in_the_staff_group_is_staff() -> None:
+    member = staff_member({"sub": "abc", "cognito:groups": "[desk-staff]", "username": "ana"}, "desk-staff")
+    assert member == StaffMember(subject="abc", name="ana")
+    with pytest.raises(NotStaff):
+        staff_member({"sub": "abc", "cognito:groups": "[desk-staffers]"}, "desk-staff")
+    with pytest.raises(NotStaff):
+        staff_member({"sub": "abc"}, "desk-staff")
+    for claims in (None, {}, {"cognito:groups": "[desk-staff]"}, {"sub": ""}, {"sub": "x" * 129}):
+        with pytest.raises(NotSignedIn):
+            staff_member(claims, "desk-staff")
+
+
+def test_a_claim_shows_whose_it_is_only_to_its_holder() -> None:
+    turn = reviewed(HumanReview.PENDING).model_copy(
+        update={"claimed_by": "ana", "claim_expires_at": T0 + timedelta(minutes=10)}
+    )
+    mine = claim_view(turn, StaffMember(subject="ana"), T0)
+    theirs = claim_view(turn, StaffMember(subject="bo"), T0)
+    assert mine is not None and mine.mine and theirs is not None and not theirs.mine
+    assert "ana" not in theirs.model_dump_json()
+    assert claim_view(turn, StaffMember(subject="bo"), T0 + timedelta(minutes=10)) is None  # expired
+
+
+# --- figures ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "fraction", "expected"),
+    [([5.0], 0.9, 5.0), ([float(n) for n in range(1, 11)], 0.9, 9.0), ([10.0, 20, 30, 100], 0.9, 100),
+     ([3.0, 1.0, 2.0], 0.5, 2.0)],
+)  # fmt: skip
+def test_percentile_is_the_nearest_rank(values: list[float], fraction: float, expected: float) -> None:
+    assert percentile(values, fraction) == expected
+
+
+def test_the_desks_figures_on_known_decisions() -> None:
+    reviews = [
+        reviewed(HumanReview.CORRECTED, held=True, fired=(Screen.PROMISE_WORDS,), waited_s=10),
+        reviewed(HumanReview.APPROVED, waited_s=20),
+        reviewed(HumanReview.APPROVED, held=True, fired=(Screen.NUMERALS,), waited_s=30),
+        reviewed(HumanReview.REJECTED, waited_s=100),
+        reviewed(HumanReview.PENDING),
+    ]
+    stats = desk_stats(reviews, [handed_off(HandoffStatus.OPEN), handed_off(HandoffStatus.CLOSED)])
+    assert stats.reviews == {"pending": 1, "approved": 2, "rejected": 1, "corrected": 1}
+    assert stats.handoffs == {"open": 1, "closed": 1}
+    assert (stats.decided, stats.seconds_to_decision_median, stats.seconds_to_decision_p90) == (4, 25.0, 100.0)
+    assert stats.shown_as_drafted_share == pytest.approx(3 / 5)
+    overall = stats.screens_overall
+    assert (overall.held, overall.held_rejected_share, overall.passed, overall.passed_rejected_share) == (
+        2,
+        0.5,
+        2,
+        0.5,
+    )
+    promise = stats.screens["promise_words"]
+    assert (promise.held, promise.held_rejected_share, promise.passed, promise.passed_rejected_share) == (
+        1, 1.0, 3, 1 / 3
+    )  # fmt: skip
+    numerals = stats.screens["numerals"]
+    assert (numerals.held, numerals.held_rejected_share) == (1, 0.0)
+
+
+def test_figures_with_nothing_decided_say_so() -> None:
+    stats = desk_stats([reviewed(HumanReview.PENDING)], [])
+    assert (stats.decided, stats.seconds_to_decision_median, stats.seconds_to_decision_p90) == (0, None, None)
+    assert stats.screens_overall.held_rejected_share is None and stats.screens_overall.passed == 0
+    assert desk_stats([], []).shown_as_drafted_share is None
+
+
+def test_the_pack_refuses_repeated_reason_codes(pack: DomainPack) -> None:
+    from dialogue.pack.schema import StaffDesk
+
+    assert pack.spec.staff.reason_codes[0] == "wrong_fact"
+    with pytest.raises(ValidationError):
+        StaffDesk(reason_codes=("other", "other"), max_message_chars=100)
+    with pytest.raises(ValidationError):
+        StaffDesk(reason_codes=(), max_message_chars=100)
