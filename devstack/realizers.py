@@ -3,7 +3,8 @@
 
 `canned:FILE` reads chosen drafts from a CSV (conversation_id, turn_id, reply, and optionally
 output_tokens, ended_by_eos, hit_token_cap) keyed by the scripted conversation and turn ids, to show
-the screens on exactly those drafts. A job with no canned row is answered as failed, so it falls back.
+the screens on exactly those drafts; a conversation id `*` stands for any conversation (a page's, say).
+A job with no canned row is answered as failed, so it falls back.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class CannedEngine:
         answers = []
         for job in jobs:
             label = self._labels.get(str(job.conversation_id), str(job.conversation_id))
-            row = self._replies.get((label, job.turn_id))
+            row = self._replies.get((label, job.turn_id)) or self._replies.get(("*", job.turn_id))
             if row is None:
                 answers.append(Realization(text="", ended_by_eos=False, hit_token_cap=False, failed=True))
                 continue

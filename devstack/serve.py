@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from devstack.audit import AuditWriter
 from devstack.events import FakeLambdaContext, http_event
+from devstack.pages import Pages
 from devstack.stack import LocalStack, local_stack, unauthorized_body
 
 DEFAULT_HOST = "127.0.0.1"
@@ -119,8 +120,16 @@ def _error_reply(status: HTTPStatus, code: str, message: str) -> Reply:
 class Gateway:
     """Serves requests from the local stack; one lock around every use of it."""
 
-    def __init__(self, stack: LocalStack, *, log: TextIO | None = None, audit: AuditWriter | None = None) -> None:
+    def __init__(
+        self,
+        stack: LocalStack,
+        *,
+        log: TextIO | None = None,
+        audit: AuditWriter | None = None,
+        loopback: bool = True,
+    ) -> None:
         self._stack = stack
+        self._pages = Pages(stack.issuer, loopback=loopback)
         self._lock = threading.Lock()
         self._log = log
         self._audit = audit
@@ -153,6 +162,9 @@ class Gateway:
         path, _, query = target.partition("?")
         if method == "GET" and path in (OPENAPI_PATH, STAFF_OPENAPI_PATH):
             return self.openapi(staff=path == STAFF_OPENAPI_PATH)
+        page = self._pages.handle(method, path, query, body)
+        if page is not None:  # the chat, the console, their assets and config, the local sign-in
+            return Reply(page.status, page.headers, page.body)
         event_headers = _event_headers(headers)
         staff = is_staff_path(path)
         claims = None
@@ -338,7 +350,7 @@ def serve(
     stop = stop or threading.Event()
     with local_stack(realizer=realizer, model=model, revision=revision) as stack:
         audit = AuditWriter(audit_dir) if audit_dir is not None else None
-        gateway = Gateway(stack, log=sys.stderr if handler_logs else None, audit=audit)
+        gateway = Gateway(stack, log=sys.stderr if handler_logs else None, audit=audit, loopback=_is_loopback(host))
         server_class = DevServer6 if ":" in host else DevServer
         try:
             server = server_class((host, port), _request_handler(gateway, quiet=quiet))
@@ -367,6 +379,7 @@ def serve(
             "a token: python -m devstack token --staff NAME",
             file=out,
         )
+        print(f"The resident chat at {url}/chat, the staff console at {url}/console", file=out)
         print("Press Ctrl-C to stop.", file=out, flush=True)
         try:
             while not signalled and not stop.is_set():

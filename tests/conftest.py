@@ -30,7 +30,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 os.environ.setdefault("DEVSTACK_HOME", tempfile.mkdtemp(prefix="devstack-home-"))
 
 # Tiers (pytest -m, make unit/integration/engines/fuzz): a test's tier is its folder's.
-TIERS = ("unit", "integration", "engines", "fuzz", "deploy")
+TIERS = ("unit", "integration", "engines", "fuzz", "deploy", "browser")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

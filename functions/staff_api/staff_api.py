@@ -33,7 +33,7 @@ from dialogue.api import (
     install_error_handlers,
     problem_at,
 )
-from dialogue.desk import DecisionRequest, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
+from dialogue.desk import DecisionRequest, DeskInfo, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
 from dialogue.desk_store import DynamoDeskStore
 from dialogue.errors import DialogueError
 from dialogue.factory import get_desk_store
@@ -307,7 +307,24 @@ def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: 
     )
 
 
-# --- the desk's figures ----------------------------------------------------------------------------
+# --- the desk and its figures ----------------------------------------------------------------------------
+
+
+@app.get(
+    "/staff/desk",
+    responses={
+        **success(HTTPStatus.OK, DeskInfo, "Who is signed in, the desk's reason codes and limits."),
+        **errors(401, 403),
+    },
+)
+def desk_info() -> DeskInfo:
+    staff_desk, settings = get_pack().spec.staff, get_settings()
+    return DeskInfo(
+        staff=_staff(),
+        reason_codes=list(staff_desk.reason_codes),
+        max_message_chars=staff_desk.max_message_chars,
+        claim_seconds=settings.claim_seconds,
+    )
 
 
 @app.get(

@@ -869,3 +869,55 @@ def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[s
             for action in as_list(statement["Action"])
         }
         assert granted == actions, (name, granted ^ actions)
+
+
+def test_the_pages_are_a_private_bucket_behind_cloudfront_which_also_fronts_both_apis(template: dict[str, Any]) -> None:
+    """One origin for the pages and the APIs (no CORS): the bucket is private and read only through the
+    distribution's origin access control; /conversations* and /staff/* go to the HTTP API uncached, with
+    every viewer header but Host (so a staff token reaches the JWT authorizer)."""
+    resources = template["Resources"]
+    bucket = resources["PagesBucket"]["Properties"]
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert bucket["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    (allow, tls_only) = resources["PagesBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert allow["Principal"] == {"Service": "cloudfront.amazonaws.com"} and allow["Action"] == "s3:GetObject"
+    assert "${PagesDistribution}" in allow["Condition"]["StringEquals"]["AWS:SourceArn"]["Fn::Sub"]
+    assert tls_only["Effect"] == "Deny" and tls_only["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    config = resources["PagesDistribution"]["Properties"]["DistributionConfig"]
+    origins = {origin["Id"]: origin for origin in config["Origins"]}
+    assert referenced_id(origins["pages"]["OriginAccessControlId"]) == "PagesOriginAccessControl"
+    assert "${ConversationApi}" in origins["api"]["DomainName"]["Fn::Sub"]
+    assert origins["api"]["OriginPath"] == {"Fn::Sub": "/${Stage}"}
+    caching_disabled, all_viewer_except_host = (
+        "4135ea2d-6df8-44a3-9df3-4b5a84be39ad",
+        "b689b0a8-53d0-40ab-baf2-68738e2966ac",
+    )
+    behaviors = {behavior["PathPattern"]: behavior for behavior in config["CacheBehaviors"]}
+    assert set(behaviors) == {"/conversations*", "/staff/*"}
+    for behavior in behaviors.values():
+        assert behavior["TargetOriginId"] == "api" and behavior["ViewerProtocolPolicy"] == "https-only"
+        assert (behavior["CachePolicyId"], behavior["OriginRequestPolicyId"]) == (
+            caching_disabled,
+            all_viewer_except_host,
+        )
+        assert "POST" in behavior["AllowedMethods"]
+    assert config["DefaultCacheBehavior"]["TargetOriginId"] == "pages"
+    assert config["DefaultCacheBehavior"]["ViewerProtocolPolicy"] == "redirect-to-https"
+    headers = resources["PagesSecurityHeaders"]["Properties"]["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
+    policy = headers["ContentSecurityPolicy"]["ContentSecurityPolicy"]["Fn::Sub"]
+    assert "script-src 'self'" in policy and "amazoncognito.com" in policy and "frame-ancestors 'none'" in policy
+
+
+def test_the_served_pages_are_the_published_ones() -> None:
+    """devstack serves web/ at the paths make publish-pages writes, so the browser tests test what ships."""
+    import importlib.util
+
+    from devstack.pages import PAGES
+
+    spec = importlib.util.spec_from_file_location("web_publish", ROOT / "web" / "publish.py")
+    assert spec is not None and spec.loader is not None
+    publish = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(publish)
+    assert {f"/{key}": path for key, path in publish.PAGES.items()} == {
+        route: ROOT / "web" / relative for route, relative in PAGES.items()
+    }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -209,6 +209,15 @@ def handoff_item(turn: TurnRecord, staff: StaffMember, now: datetime) -> Handoff
     )
 
 
+class DeskInfo(BaseModel):
+    """What a staff page needs to know about the desk and the signed-in person."""
+
+    staff: StaffMember
+    reason_codes: list[str]
+    max_message_chars: int
+    claim_seconds: int
+
+
 # --- statistics ------------------------------------------------------------------------------------
 
 
@@ -222,10 +231,20 @@ class ScreenAgreement(BaseModel):
     passed_rejected_share: float | None
 
 
+class DayOfDecisions(BaseModel):
+    """How many replies staff decided on one day (UTC), by outcome."""
+
+    day: date
+    approved: int = 0
+    rejected: int = 0
+    corrected: int = 0
+
+
 class DeskStats(BaseModel):
     reviews: dict[str, int]
     handoffs: dict[str, int]
     decided: int
+    decisions_per_day: list[DayOfDecisions]
     seconds_to_decision_median: float | None
     seconds_to_decision_p90: float | None
     shown_as_drafted_share: float | None
@@ -272,10 +291,18 @@ def desk_stats(reviews: Sequence[TurnRecord], handoffs: Sequence[TurnRecord]) ->
     for turn in handoffs:
         status = turn.handoff_status or HandoffStatus.OPEN
         handoff_counts[str(status)] += 1
+    days: dict[date, DayOfDecisions] = {}
+    for turn in decided:
+        if turn.decided_at is not None:
+            day = turn.decided_at.astimezone(UTC).date()
+            counts = days.setdefault(day, DayOfDecisions(day=day))
+            outcome = str(turn.human_review)
+            setattr(counts, outcome, getattr(counts, outcome) + 1)
     return DeskStats(
         reviews=review_counts,
         handoffs=handoff_counts,
         decided=len(decided),
+        decisions_per_day=[days[day] for day in sorted(days)],
         seconds_to_decision_median=statistics.median(waits) if waits else None,
         seconds_to_decision_p90=percentile(waits, 0.9) if waits else None,
         shown_as_drafted_share=_share(sum(not turn.fallback_used for turn in reviews), len(reviews)),

@@ -1,0 +1,137 @@
+"""`python -m devstack.screenshots DIR` (`make screenshots`): both pages at 1280x800 and 390x844.
+
+A local desk is served on loopback with drafts chosen so the pictures show each kind of message: a
+reply shown as drafted, a reply a screen held (the fallback shown), a hand-off answered by staff, and in
+the console the held reply's item view.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+SIZES = {"1280x800": (1280, 800), "390x844": (390, 844)}
+DRAFTS = (
+    "conversation_id,turn_id,reply\n"
+    '*,1,"Should staff contact you by phone or by email?"\n'
+    '*,2,"I recorded the Forklift Operator Licence, with contact by email. Your seat is guaranteed."\n'
+)
+RESIDENT = ("I want the forklift course.", "Email is best.", "Can I talk to a person?")
+STAFF_REPLY = "Hello, this is Ana at the enrollment desk. I will write to you by email today."
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def take(folder: Path) -> list[Path]:
+    from playwright.sync_api import expect, sync_playwright
+
+    from devstack.browser import launch
+    from devstack.serve import serve
+
+    folder.mkdir(parents=True, exist_ok=True)
+    drafts = Path(tempfile.mkdtemp(prefix="screenshots-")) / "drafts.csv"
+    drafts.write_text(DRAFTS, encoding="utf-8")
+    port, stop = _free_port(), threading.Event()
+    server = threading.Thread(
+        target=serve,
+        args=("127.0.0.1", port),
+        kwargs={"realizer": f"canned:{drafts}", "quiet": True, "stdout": io.StringIO(), "install_signals": False,
+                "stop": stop},
+        daemon=True,
+    )  # fmt: skip
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    written = []
+    try:
+        _wait_for(url)
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            chat = browser.new_page(viewport={"width": 1280, "height": 800})
+            chat.goto(f"{url}/chat")
+            for number, text in enumerate(RESIDENT, start=1):
+                expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+                chat.get_by_role("textbox", name="Message").fill(text)
+                chat.get_by_role("button", name="Send").click()
+                expect(chat.locator("#transcript li.assistant")).to_have_count(number, timeout=20_000)
+            console = browser.new_page(viewport={"width": 1280, "height": 800})
+            console.goto(f"{url}/console")
+            console.get_by_role("button", name="Sign in").click()
+            console.get_by_label("Your name").fill("ana")
+            console.get_by_role("button", name="Sign in").click()
+            expect(console.locator("#who")).to_have_text("Signed in as ana.")
+            _open_first(console, "Hand-offs")
+            _claim(console)
+            console.get_by_label("Reply to the resident").fill(STAFF_REPLY)
+            console.get_by_role("button", name="Send reply").click()
+            expect(chat.locator("#transcript li.staff")).to_have_count(1, timeout=20_000)
+            _open_first(console, "Held replies")
+            _claim(console)
+            expect(console.get_by_role("button", name="Record decision")).to_be_enabled()
+            for name, page in (("chat", chat), ("console", console)):
+                for size, (width, height) in SIZES.items():
+                    page.set_viewport_size({"width": width, "height": height})
+                    # the chat at its latest message; the console from its top (queues, then the item)
+                    page.evaluate("document.querySelector('.transcript')?.scrollTo(0, 1e9); window.scrollTo(0, 0)")
+                    path = folder / f"{name}-{size}.png"
+                    page.screenshot(path=str(path), full_page=False)
+                    written.append(path)
+            browser.close()
+    finally:
+        stop.set()
+        server.join(timeout=30)
+    return written
+
+
+def _open_first(page: Page, tab: str) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name=tab).click()
+    opener = page.locator("#queue").get_by_role("button").first
+    expect(opener).to_be_visible()
+    opener.click()
+
+
+def _claim(page: Page) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#item-panel").get_by_role("button", name="Claim").click()
+    expect(page.get_by_role("status")).to_have_text("Claimed: it is yours until the claim expires.")
+
+
+def _wait_for(url: str, seconds: float = 60) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/config.json", timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the local desk did not start") from None
+            time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    folder = Path(arguments[0] if arguments else "docs/screenshots")
+    for path in take(folder):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
