@@ -58,7 +58,7 @@ LONGER = (
 
 def turn_functions() -> tuple[Callable[[str, Any], tuple[Any, Any]], Any, Any]:
     from dialogue.pack import get_pack
-    from dialogue.policy import next_state
+    from dialogue.policy import next_state, turn_topic
     from dialogue.realize import build_realizer_messages
     from dialogue.state import DialogueState
     from dialogue.understanding import understand
@@ -69,7 +69,7 @@ def turn_functions() -> tuple[Callable[[str, Any], tuple[Any, Any]], Any, Any]:
         understanding = understand(text, pack)
         state, action = next_state(state, understanding, pack)
         if action.uses_model:
-            build_realizer_messages(state, action, pack)
+            build_realizer_messages(state, action, pack, turn_topic(understanding, action))
         return state, action
 
     return one_turn, pack, DialogueState.new(pack.frame)
@@ -97,7 +97,7 @@ def per_turn_us(run_all: Callable[[], int], rounds: int = ROUNDS, min_seconds: f
 def main() -> int:
     from dialogue.normalize import normalize
     from dialogue.pack import read_scripted_turns, scripted_turns_by_conversation
-    from dialogue.policy import next_state
+    from dialogue.policy import next_state, turn_topic
     from dialogue.realize import build_realizer_messages
     from dialogue.understanding import understand
 
@@ -124,7 +124,7 @@ def main() -> int:
 
     # Components, on the longer set: each step alone.
     understandings = [understand(text, pack) for text in LONGER]
-    after = [next_state(fresh, understanding, pack) for understanding in understandings]
+    after = [(*next_state(fresh, understanding, pack), understanding) for understanding in understandings]
 
     def run_understand() -> int:
         for text in LONGER:
@@ -143,9 +143,9 @@ def main() -> int:
 
     def run_prompt() -> int:
         built = 0
-        for state, action in after:
+        for state, action, understanding in after:
             if action.uses_model:
-                build_realizer_messages(state, action, pack)
+                build_realizer_messages(state, action, pack, turn_topic(understanding, action))
                 built += 1
         return max(built, 1)
 

@@ -62,7 +62,7 @@ def main() -> int:
     from devstack.token_accounting import count_tokens
     from dialogue.actions import Action
     from dialogue.pack import get_pack
-    from dialogue.policy import next_state
+    from dialogue.policy import next_state, turn_topic
     from dialogue.realize import build_realize_job, build_realizer_messages
     from dialogue.replies import fixed_reply
     from dialogue.state import DialogueState
@@ -73,11 +73,11 @@ def main() -> int:
     template = TemplateEngine(pack)
     naive_system = pack.spec.prompts.naive_system
 
-    def reply(state: DialogueState, action: Action, turn_id: int) -> str:
+    def reply(state: DialogueState, action: Action, turn_id: int, topic: str | None) -> str:
         if not action.uses_model:
             return fixed_reply(action, state, pack)
         job = build_realize_job(
-            conversation_id=UUID(int=1), turn_id=turn_id, state=state, action=action, pack=pack, now=NOW
+            conversation_id=UUID(int=1), turn_id=turn_id, state=state, action=action, pack=pack, now=NOW, topic=topic
         )
         return template.word(job)
 
@@ -88,13 +88,15 @@ def main() -> int:
         state = DialogueState.new(pack.frame)
         messages: list[dict[str, str]] = [{"role": "system", "content": naive_system}]
         for turn_id, text in enumerate(conversation(rng, TURNS), start=1):
-            state, action = next_state(state, understand(text, pack), pack)
+            understanding = understand(text, pack)
+            state, action = next_state(state, understanding, pack)
+            topic = turn_topic(understanding, action)
             actions_seen.add(str(action))
             messages.append({"role": "user", "content": text})
             naive_tokens = count_tokens(messages)
             user_only = count_tokens([m for m in messages if m["role"] != "assistant"])
-            state_tokens = count_tokens(build_realizer_messages(state, action, pack))
-            messages.append({"role": "assistant", "content": reply(state, action, turn_id)})
+            state_tokens = count_tokens(build_realizer_messages(state, action, pack, topic))
+            messages.append({"role": "assistant", "content": reply(state, action, turn_id, topic)})
             row = {
                 "conversation": number,
                 "turn": turn_id,
@@ -112,7 +114,10 @@ def main() -> int:
     for values in itertools.product(*slot_values):
         state = DialogueState.from_slots(pack.frame, dict(zip(pack.frame.slot_names, values, strict=True)))
         for action in Action:
-            by_action[str(action)].append(count_tokens(build_realizer_messages(state, action, pack)))
+            # An inform prompt holds its topic's rows: count it for every topic.
+            topics = [topic.name for topic in pack.spec.topics] if action is Action.INFORM else [None]
+            for topic_name in topics:
+                by_action[str(action)].append(count_tokens(build_realizer_messages(state, action, pack, topic_name)))
     states = len(list(itertools.product(*slot_values)))
     action_rows = [
         [action, min(counts), max(counts), "yes" if max(counts) <= STATE_LIMIT else "no"]

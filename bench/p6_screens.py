@@ -84,7 +84,13 @@ def replies() -> list[Any]:
             pack.frame, {"program": program, "childcare_needed": "unknown", "contact_channel": channel}
         )
         job = build_realize_job(
-            conversation_id=UUID(int=number), turn_id=1, state=state, action=Action(action), pack=pack, now=NOW
+            conversation_id=UUID(int=number),
+            turn_id=1,
+            state=state,
+            action=Action(action),
+            pack=pack,
+            now=NOW,
+            topic="schedule" if action == Action.INFORM else None,  # the seed's inform turns ask when it meets
         )
         realized.append(
             RealizedReply(job=job, text=text, engine="bench", ended_by_eos=eos, hit_token_cap=cap, output_tokens=30)
@@ -94,7 +100,13 @@ def replies() -> list[Any]:
             pack.frame, {"program": "forklift", "childcare_needed": "yes", "contact_channel": "phone"}
         )
         job = build_realize_job(
-            conversation_id=UUID(int=number), turn_id=2, state=state, action=action, pack=pack, now=NOW
+            conversation_id=UUID(int=number),
+            turn_id=2,
+            state=state,
+            action=action,
+            pack=pack,
+            now=NOW,
+            topic="schedule" if action == Action.INFORM else None,
         )
         realized.append(
             RealizedReply(job=job, text=template.word(job), engine="template", ended_by_eos=True, hit_token_cap=False)
@@ -115,7 +127,7 @@ def main() -> int:
 
     def run_screens() -> None:
         for reply in batch:
-            screen_reply(reply.text, reply.job.action, reply.job.slots, pack)
+            screen_reply(reply.text, reply.job.action, reply.job.slots, pack, reply.job.fact_ids)
 
     def run_decide() -> None:
         for reply in batch:

@@ -1,22 +1,24 @@
 """`python -m devstack`: the whole pipeline offline, on moto.
 
 replay FILE.csv [--realizer NAME] [--json]   scripted turns through every component, seed's tables
-controls [FILE] [--json]                     the seed's control replies through the screens
+controls [FILE] [--json]                     the desk's control replies through the screens
 chat [--realizer NAME]                       talk to the assistant in the terminal
 serve [--host H] [--port P] [--realizer NAME]  the HTTP APIs on loopback, as API Gateway serves them
 token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API that serve accepts
+
+replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
+it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from devstack import PROJECT_ROOT
-
-DEFAULT_CONTROLS = PROJECT_ROOT / "data" / "riverton" / "screen_controls.csv"
+CONTROLS_FILE = "screen_controls.csv"
 ENGINE_LABELS = {"qwen": "Qwen realization", "vllm": "Qwen realization (vLLM)", "smollm": "SmolLM2 realization"}
 
 
@@ -28,12 +30,23 @@ def _realizer(value: str) -> str:
     raise argparse.ArgumentTypeError(f"choose one of {', '.join(REALIZER_NAMES)}")
 
 
+def _use_pack(args: argparse.Namespace) -> None:
+    """Make --pack the desk of this process and of everything it starts (handlers, serve's workers)."""
+    from dialogue.pack import PACK_DIR_ENV, forget_loaded_packs, get_pack, pack_dir_for
+
+    if getattr(args, "pack", None):
+        os.environ[PACK_DIR_ENV] = str(pack_dir_for(args.pack).resolve())
+        forget_loaded_packs()
+    get_pack()  # a pack with a mistake stops here, with the file, table and field named
+
+
 def _replay(args: argparse.Namespace) -> int:
     from devstack import replay as tables
     from devstack.stack import local_stack
     from dialogue.pack import PackError, get_pack, read_scripted_turns, scripted_turns_by_conversation
 
     try:
+        _use_pack(args)
         frame = get_pack().frame
         turns = read_scripted_turns(args.file, frame)
     except PackError as error:
@@ -82,40 +95,43 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _controls(args: argparse.Namespace) -> int:
-    from devstack.controls import read_controls, screen_controls
-    from devstack.replay import format_table
-    from dialogue.pack import PackError, get_pack
+    from devstack.controls import control_table, read_controls, screen_controls
+    from dialogue.pack import PackError, default_pack_dir, get_pack
 
     try:
-        results = screen_controls(read_controls(Path(args.file)), get_pack())
+        _use_pack(args)
+        pack = get_pack()
+        controls = read_controls(Path(args.file) if args.file else default_pack_dir() / CONTROLS_FILE, pack)
+        results = screen_controls(controls, pack)
     except PackError as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 2
     if args.json:
         for result in results:
-            print(result.model_dump_json())
+            print(json.dumps(result.json_record()))
         return 0
-    headers = ["Control", "Control reply", "Action", "Program", "Contact channel", "Numerals", "Program names",
-               "Action slots", "Personal details", "Promise words", "Screen label"]  # fmt: skip
-    rows = [
-        [r.control_id, r.reply, r.action, r.program, r.contact_channel, r.numerals, r.program_names,
-         r.action_slots, r.personal_details, r.promise_words and r.placeholders, r.screen_label]
-        for r in results
-    ]  # fmt: skip
-    print(format_table("Control replies with labels from deterministic automatic checks", headers, rows))
+    print(control_table(results, pack))
     return 0
 
 
 def _chat(args: argparse.Namespace) -> int:
     from devstack.chat import run_chat
+    from dialogue.pack import PackError
 
+    try:
+        _use_pack(args)
+    except PackError as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
     return run_chat(args.realizer, sys.stdin, sys.stdout, model=args.model, revision=args.revision)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from devstack.serve import serve
+    from dialogue.pack import PackError
 
     try:
+        _use_pack(args)
         return serve(
             args.host,
             args.port,
@@ -126,7 +142,7 @@ def _serve(args: argparse.Namespace) -> int:
             handler_logs=args.handler_logs,
             audit_dir=Path(args.audit_dir) if args.audit_dir else None,
         )
-    except (ValueError, RuntimeError) as error:  # the port is taken, an unknown realizer, no model weights
+    except (ValueError, RuntimeError, PackError) as error:  # the port is taken, an unknown realizer, no weights
         print(f"devstack: {error}", file=sys.stderr)
         return 2
 
@@ -153,6 +169,14 @@ def _minutes(value: str) -> int:
     return minutes
 
 
+def _pack_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pack",
+        metavar="DIR",
+        help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
+    )
+
+
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model id for the qwen and vllm realizers (default: Qwen2.5-1.5B-Instruct)")
     parser.add_argument("--revision", help="model revision (default: the pinned Qwen revision)")
@@ -172,16 +196,19 @@ def main(argv: list[str] | None = None) -> int:
         help="after a staff pass over the desk, write every DynamoDB item, SQS message body and log line here",
     )
     _model_options(replay)
+    _pack_option(replay)
     replay.set_defaults(run=_replay)
 
     controls = commands.add_parser("controls", help="screen the control replies and print the control table")
-    controls.add_argument("file", nargs="?", default=str(DEFAULT_CONTROLS), help="CSV of control replies")
+    controls.add_argument("file", nargs="?", help=f"CSV of control replies (default: the desk's {CONTROLS_FILE})")
     controls.add_argument("--json", action="store_true", help="print one JSON object per control")
+    _pack_option(controls)
     controls.set_defaults(run=_controls)
 
     chat = commands.add_parser("chat", help="talk to the assistant through the whole pipeline")
     chat.add_argument("--realizer", type=_realizer, default="template", help="as for replay")
     _model_options(chat)
+    _pack_option(chat)
     chat.set_defaults(run=_chat)
 
     serve = commands.add_parser("serve", help="serve the HTTP API on loopback, backed by moto and a local realizer")
@@ -194,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         "--audit-dir", help="append every SQS message body and log line here as they happen, and the items at exit"
     )
     _model_options(serve)
+    _pack_option(serve)
     serve.set_defaults(run=_serve)
 
     token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")

@@ -57,7 +57,7 @@ def write_audit(stack: LocalStack, directory: Path) -> dict[str, int]:
 
 def approved_wording(pack_dir: Path) -> str:
     """The pack's own files and every fixed text it can render, lower-cased: what the system, not the
-    user, wrote. A user's words that this also holds ("Data Support") are not a leak when kept."""
+    user, wrote. A user's words that this also holds (a program's name) are not a leak when kept."""
     from dialogue.actions import Action
     from dialogue.pack import get_pack
     from dialogue.replies import fixed_reply

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from devstack.stack import local_stack
+from dialogue.pack import get_pack
 
 PROMPT = "you> "
 HELP = "Type a message and press Enter. An empty line or Ctrl-D ends the chat."
@@ -18,7 +19,7 @@ def run_chat(
 ) -> int:
     with local_stack(realizer=realizer, model=model, revision=revision) as stack:
         conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
-        print(f"Riverton Skills Centre enrollment desk (realizer: {realizer}). {HELP}", file=stdout)
+        print(f"{get_pack().spec.domain.name} (realizer: {realizer}). {HELP}", file=stdout)
         while True:
             print(PROMPT, end="", file=stdout, flush=True)
             line = stdin.readline()

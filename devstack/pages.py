@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from devstack import PROJECT_ROOT
 from devstack.auth import CLIENT_ID, TOKEN_LIFETIME_S, LocalIssuer
+from dialogue.pack import DomainPack, get_pack
 
 WEB_ROOT = PROJECT_ROOT / "web"
 PAGES = {"/chat": "chat/index.html", "/console": "console/index.html"}
@@ -73,9 +74,15 @@ def _json(status: HTTPStatus, body: dict[str, Any]) -> Page:
     return _page(status, "application/json", json.dumps(body).encode())
 
 
+def desk_config(pack: DomainPack) -> dict[str, Any]:
+    """The desk's name and introduction for the pages, from its domain pack."""
+    return {"name": pack.spec.domain.name, "intro": pack.spec.domain.intro}
+
+
 def local_config() -> dict[str, Any]:
-    """The console's config under devstack: the local sign-in's endpoints (on this origin)."""
+    """The pages' config under devstack: the desk, and the local sign-in's endpoints (on this origin)."""
     return {
+        "desk": desk_config(get_pack()),
         "local": True,
         "authorizeUrl": AUTHORIZE,
         "tokenUrl": TOKEN,

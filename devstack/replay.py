@@ -14,7 +14,7 @@ from devstack.stack import LocalStack
 from devstack.token_accounting import count_tokens, naive_messages, token_row
 from dialogue.actions import CONTENT_SCREENS, Action
 from dialogue.pack import DomainPack, Frame, ScriptedTurn, get_pack
-from dialogue.realize import build_realizer_messages
+from dialogue.realize import build_realizer_messages, passage_ids
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
@@ -31,6 +31,9 @@ class ReplayedTurn(BaseModel):
     privileged_request: bool
     slots: dict[str, str]
     action: str
+    # The handbook topic that decided an inform or an abstention, and the rows the prompt used.
+    topic: str | None
+    passage_ids: list[str]
     reply_source: str
     status: str
     # Tokens, in the Qwen2.5 vocabulary.
@@ -125,7 +128,9 @@ def replay_conversation(
         naive = count_tokens(
             naive_messages(pack.spec.prompts.naive_system, [t.user_utterance for t in turns[: index + 1]])
         )
-        state_tokens = count_tokens(build_realizer_messages(state, action, pack))
+        topic = detail.get("topic")
+        state_tokens = count_tokens(build_realizer_messages(state, action, pack, topic))
+        rows_used = list(passage_ids(action, state, pack, topic)) if action.uses_model else []
         realized = stack.realized_replies().get((api_id, detail["turn_id"]))
         fired = detail["screens_fired"]
         generation = (
@@ -140,6 +145,8 @@ def replay_conversation(
                     "api_turn_id": detail["turn_id"],
                     "slots": slots,
                     "action": action,
+                    "topic": topic,
+                    "passage_ids": rows_used,
                     **{name: detail[name] for name in STORED_FIELDS},
                     **token_row(naive, state_tokens, action.uses_model),
                     **generation,

@@ -13,20 +13,38 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 SIZES = {"1280x800": (1280, 800), "390x844": (390, 844)}
-DRAFTS = (
-    "conversation_id,turn_id,reply\n"
-    '*,1,"Should staff contact you by phone or by email?"\n'
-    '*,2,"I recorded the Forklift Operator Licence, with contact by email. Your seat is guaranteed."\n'
-)
-RESIDENT = ("I want the forklift course.", "Email is best.", "Can I talk to a person?")
-STAFF_REPLY = "Hello, this is Ana at the enrollment desk. I will write to you by email today."
+SCRIPT_FILE = "screenshots.toml"
+"""The desk's screenshot script, beside its pack: what the resident types, the drafts, the staff reply."""
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resident: tuple[str, ...] = Field(min_length=3)
+    drafts: tuple[str, ...] = Field(min_length=2)
+    staff_reply: str
+
+    def drafts_csv(self) -> str:
+        lines = ["conversation_id,turn_id,reply"]
+        lines += [f'*,{turn},"{text.replace(chr(34), chr(34) * 2)}"' for turn, text in enumerate(self.drafts, start=1)]
+        return "\n".join(lines) + "\n"
+
+
+def load_script() -> Script:
+    from dialogue.pack import default_pack_dir
+
+    path = default_pack_dir() / SCRIPT_FILE
+    return Script.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
 
 
 def _free_port() -> int:
@@ -43,7 +61,8 @@ def take(folder: Path) -> list[Path]:
 
     folder.mkdir(parents=True, exist_ok=True)
     drafts = Path(tempfile.mkdtemp(prefix="screenshots-")) / "drafts.csv"
-    drafts.write_text(DRAFTS, encoding="utf-8")
+    script = load_script()
+    drafts.write_text(script.drafts_csv(), encoding="utf-8")
     port, stop = _free_port(), threading.Event()
     server = threading.Thread(
         target=serve,
@@ -61,7 +80,7 @@ def take(folder: Path) -> list[Path]:
             browser = launch(playwright)
             chat = browser.new_page(viewport={"width": 1280, "height": 800})
             chat.goto(f"{url}/chat")
-            for number, text in enumerate(RESIDENT, start=1):
+            for number, text in enumerate(script.resident, start=1):
                 expect(chat.get_by_role("button", name="Send")).to_be_enabled()
                 chat.get_by_role("textbox", name="Message").fill(text)
                 chat.get_by_role("button", name="Send").click()
@@ -74,7 +93,7 @@ def take(folder: Path) -> list[Path]:
             expect(console.locator("#who")).to_have_text("Signed in as ana.")
             _open_first(console, "Hand-offs")
             _claim(console)
-            console.get_by_label("Reply to the resident").fill(STAFF_REPLY)
+            console.get_by_label("Reply to the resident").fill(script.staff_reply)
             console.get_by_role("button", name="Send reply").click()
             expect(chat.locator("#transcript li.staff")).to_have_count(1, timeout=20_000)
             _open_first(console, "Held replies")

@@ -151,7 +151,7 @@ def _pending_turns() -> dict[int, Any]:
     """Replay TURNS through the dialogue core; the pending TurnRecord of each turn a model words, by id."""
     from dialogue.actions import HumanReview, ReplyScreen, ReplySource, TurnStatus
     from dialogue.pack import get_pack
-    from dialogue.policy import next_state
+    from dialogue.policy import next_state, turn_topic
     from dialogue.records import TurnRecord
     from dialogue.state import DialogueState
     from dialogue.understanding import understand
@@ -173,6 +173,7 @@ def _pending_turns() -> dict[int, Any]:
                 privileged_request=understanding.privileged_request,
                 slots=dict(state.slots),
                 action=action,
+                topic=turn_topic(understanding, action),
                 reply_source=ReplySource.MODEL,
                 status=TurnStatus.PENDING,
                 reply_screen=ReplyScreen.NOT_APPLICABLE,
@@ -197,6 +198,7 @@ def _realize_jobs(turns: dict[int, Any]) -> dict[int, Any]:
             action=turn.action,
             pack=pack,
             now=turn.created_at,
+            topic=turn.topic,
         )
         for turn_id, turn in turns.items()
     }

@@ -24,7 +24,14 @@ CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
                  ".css": "text/css; charset=utf-8", ".json": "application/json"}  # fmt: skip
 FRESH = "no-cache"  # pages and config: always revalidated, so a publish shows at once
 ASSETS = "public, max-age=300"
-NEEDED_OUTPUTS = ("PagesBucketName", "PagesDistributionId", "PagesUrl", "StaffSignInUrl", "StaffConsoleClientId")
+NEEDED_OUTPUTS = (
+    "PagesBucketName",
+    "PagesDistributionId",
+    "PagesUrl",
+    "StaffSignInUrl",
+    "StaffConsoleClientId",
+    "DomainPack",
+)
 
 
 class PublishError(RuntimeError):
@@ -32,9 +39,13 @@ class PublishError(RuntimeError):
 
 
 def console_config(outputs: Mapping[str, str]) -> dict[str, Any]:
-    """The console's config.json in AWS: Cognito's managed login for the staff console's client."""
+    """The pages' config.json in AWS: the stack's desk, and Cognito's managed login for the console's client."""
+    from devstack.pages import desk_config
+    from dialogue.pack import get_pack, pack_dir_for
+
     sign_in = outputs["StaffSignInUrl"].rstrip("/")
     return {
+        "desk": desk_config(get_pack(pack_dir_for(outputs["DomainPack"]))),
         "local": False,
         "authorizeUrl": f"{sign_in}/oauth2/authorize",
         "tokenUrl": f"{sign_in}/oauth2/token",

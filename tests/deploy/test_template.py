@@ -159,7 +159,7 @@ def test_function_runs_python312_with_the_dialogue_layer(template: dict[str, Any
 
 
 def test_layer_is_built_by_its_makefile_with_the_domain_pack(template: dict[str, Any]) -> None:
-    """The layer is a makefile build for the functions' runtime and architecture that ships data/riverton."""
+    """The layer is a makefile build for the functions' runtime and architecture that ships every desk."""
     layer = template["Resources"]["DialogueLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
     assert layer["Properties"]["ContentUri"] == "layers/dialogue/"
@@ -170,7 +170,7 @@ def test_layer_is_built_by_its_makefile_with_the_domain_pack(template: dict[str,
         assert set(architectures) <= set(layer["Properties"]["CompatibleArchitectures"])
     makefile = (ROOT / layer["Properties"]["ContentUri"] / "Makefile").read_text()
     assert re.search(r"^build-DialogueLayer:", makefile, re.MULTILINE)
-    assert "data/riverton" in makefile
+    assert "$(wildcard $(DATA_DIR)/*/domain.toml)" in makefile
     assert '$(ARTIFACTS_DIR)/python"' in makefile
 
 
@@ -341,8 +341,25 @@ def test_function_environment_keeps_bodies_out_of_logs(template: dict[str, Any],
     assert env["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
     assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAMES[name]
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "EnrollmentDesk"
-    assert env["DOMAIN_PACK_DIR"] == "/opt/data/riverton"
+    assert env["DOMAIN_PACK_DIR"] == {"Fn::Sub": "/opt/data/${DomainPack}"}
     assert REQUIRED_ENV[name] <= set(env)
+
+
+def test_the_desk_is_a_parameter_every_deployable_reads(template: dict[str, Any]) -> None:
+    """One parameter picks the desk for the functions and the realizer; its default is the configured desk."""
+    import tomllib
+
+    parameter = template["Parameters"]["DomainPack"]
+    default = tomllib.loads((ROOT / "data" / "packs.toml").read_text())["default"]
+    assert parameter["Default"] == default
+    assert re.fullmatch(parameter["AllowedPattern"], default)
+    assert not re.fullmatch(parameter["AllowedPattern"], "../etc")
+    for desk in (ROOT / "data").glob("*/domain.toml"):
+        assert re.fullmatch(parameter["AllowedPattern"], desk.parent.name)
+    (container,) = template["Resources"]["RealizerTaskDefinition"]["Properties"]["ContainerDefinitions"]
+    env = {entry["Name"]: entry["Value"] for entry in container["Environment"]}
+    assert env["DOMAIN_PACK_DIR"] == {"Fn::Sub": "/opt/realizer/data/${DomainPack}"}
+    assert template["Outputs"]["DomainPack"]["Value"] == {"Ref": "DomainPack"}
 
 
 # --- checks cfn-lint cannot make inside SAM resources, and the GPU realizer's wiring ---------------
@@ -828,7 +845,10 @@ def test_sam_build_layer_holds_the_package_its_dependencies_and_the_pack(sam_bui
     assert (layer / "python" / "pydantic").is_dir()
     # Tracer() imports the X-Ray SDK at module load; the python3.12 runtime does not ship it.
     assert (layer / "python" / "aws_xray_sdk").is_dir()
-    assert (layer / "data" / "riverton" / "domain.toml").is_file()
+    desks = sorted(path.parent.name for path in (ROOT / "data").glob("*/domain.toml"))
+    assert len(desks) >= 2, desks
+    for desk in desks:
+        assert sorted(path.name for path in (layer / "data" / desk).iterdir()) == ["domain.toml", "handbook.csv"]
     assert not (layer / "python" / "python").exists()
     # Built for the functions' architecture (arm64), not the build machine's.
     (core,) = (layer / "python" / "pydantic_core").glob("_pydantic_core.*.so")

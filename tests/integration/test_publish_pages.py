@@ -27,6 +27,7 @@ publisher = _publisher()
 
 def outputs(bucket: str, distribution: str, client_id: str, pool_id: str) -> dict[str, str]:
     return {
+        "DomainPack": "riverton",
         "PagesBucketName": bucket,
         "PagesDistributionId": distribution,
         "PagesUrl": "https://d111111abcdef8.cloudfront.net",
@@ -76,6 +77,10 @@ def test_every_page_asset_and_the_config_go_where_cloudfront_serves_them(aws: di
     assert script["ContentType"] == "text/javascript; charset=utf-8"
     config = json.loads(s3.get_object(Bucket="pages", Key="config.json")["Body"].read())
     assert config == {
+        "desk": {
+            "name": "Riverton Skills Centre enrollment desk",
+            "intro": "Ask about the Data Support Certificate or the Forklift Operator Licence course.",
+        },
         "local": False,
         "authorizeUrl": "https://riverton-desk.auth.us-east-1.amazoncognito.com/oauth2/authorize",
         "tokenUrl": "https://riverton-desk.auth.us-east-1.amazoncognito.com/oauth2/token",

@@ -114,8 +114,8 @@ def test_realize_job_on_the_queue_is_the_contract(stack: LocalStack) -> None:
     (sent,) = [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
     job = json.loads(sent["body"])
     assert set(job) == {
-        "job_id", "conversation_id", "turn_id", "action", "slots", "fact_ids", "messages", "max_new_tokens",
-        "created_at",
+        "job_id", "conversation_id", "turn_id", "action", "slots", "topic", "fact_ids", "messages",
+        "max_new_tokens", "created_at",
     }  # fmt: skip
     assert job["action"] == "confirm"
     assert job["fact_ids"] == ["H03", "H11"]

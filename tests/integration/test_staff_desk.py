@@ -147,7 +147,7 @@ def test_every_generated_reply_is_listed_with_what_a_reviewer_needs(stack: Local
 
 def test_pages_follow_their_cursor_to_the_end_without_repeats(stack: LocalStack) -> None:
     conversation_id = new_conversation(stack)
-    for text in ("I want the forklift course.", "Email is best.", "When does it meet?", "And the data course?"):
+    for text in ("I want the forklift course.", "Email is best.", "When does it meet?", "Make that data support."):
         generated(stack, conversation_id, text, CLEAN)
     seen, cursor, pages = [], None, 0
     while True:
@@ -176,6 +176,8 @@ def test_every_refuse_and_hand_off_turn_waits_in_the_hand_off_queue(stack: Local
     ]  # fmt: skip
     refuse = items[2]
     assert (refuse["injection_screen"], refuse["privileged_request"], refuse["handoff_status"]) == (True, True, "open")
+    # The abstention names the uncovered topic it met (a pack name), so staff see what was asked about
+    assert [item["topic"] for item in items] == [None, "parking", None]
     assert set(refuse["slots"]) == {"program", "childcare_needed", "contact_channel"}
     assert [item["turn_id"] for item in staff(stack, "GET", "/staff/handoffs", query="action=refuse")["items"]] == [1]
     assert staff(stack, "GET", "/staff/handoffs", query="status=closed")["items"] == []

@@ -113,7 +113,7 @@ def test_fixed_confirm_reply_is_filled_from_state(pack: DomainPack) -> None:
 
 def test_realizer_prompt_is_the_seeds_for_c1_turn_3(pack: DomainPack) -> None:
     state = DialogueState.new(pack.frame).with_updates({"program": "data_support", "contact_channel": "email"})
-    system, user = build_realizer_messages(state, Action.INFORM, pack)
+    system, user = build_realizer_messages(state, Action.INFORM, pack, topic="schedule")
     assert system.content == (
         "Write one brief enrollment-assistant reply. Use only the action, slots, and handbook facts supplied. "
         "Do not promise approval, payment, or a staff decision."
@@ -129,7 +129,15 @@ def test_request_prompt_has_no_facts(pack: DomainPack) -> None:
 @pytest.mark.parametrize("builder", [build_realize_job, build_realizer_messages])
 def test_job_builders_cannot_take_user_text(builder: object) -> None:
     parameters = set(inspect.signature(builder).parameters)  # type: ignore[arg-type]
-    assert parameters <= {"conversation_id", "turn_id", "state", "action", "pack", "now"}
+    assert parameters <= {"conversation_id", "turn_id", "state", "action", "pack", "now", "topic"}
+
+
+@pytest.mark.parametrize("topic", ["When does it meet?", "schedule ", "no_such_topic"])
+def test_a_topic_must_be_the_packs(pack: DomainPack, topic: str) -> None:
+    """The topic selects rows by name; anything but a pack topic's name is refused, so no text rides on it."""
+    state = DialogueState.new(pack.frame).with_updates({"program": "data_support"})
+    with pytest.raises(ValueError, match="one of the pack's topics"):
+        build_realizer_messages(state, Action.INFORM, pack, topic=topic)
 
 
 def test_realize_jobs_never_hold_an_utterance(pack: DomainPack, scripted_turns: list) -> None:

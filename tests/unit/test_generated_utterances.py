@@ -22,7 +22,8 @@ from dialogue.state import DialogueState
 
 PACK: DomainPack = get_pack()
 JOB_FIELDS = {
-    "job_id", "conversation_id", "turn_id", "action", "slots", "fact_ids", "messages", "max_new_tokens", "created_at",
+    "job_id", "conversation_id", "turn_id", "action", "slots", "topic", "fact_ids", "messages", "max_new_tokens",
+    "created_at",
 }  # fmt: skip
 
 states = st.fixed_dictionaries({slot.name: st.sampled_from(slot.values) for slot in PACK.frame.slots}).map(
@@ -34,16 +35,17 @@ model_actions = st.sampled_from(sorted(MODEL_ACTIONS))
 def test_the_job_builders_take_no_text() -> None:
     """Their parameters are ids, a state of coarse values, an action, the pack and a time: nothing else."""
     assert set(inspect.signature(build_realize_job).parameters) == {
-        "conversation_id", "turn_id", "state", "action", "pack", "now",
+        "conversation_id", "turn_id", "state", "action", "pack", "now", "topic",
     }  # fmt: skip
-    assert set(inspect.signature(build_realizer_messages).parameters) == {"state", "action", "pack"}
+    assert set(inspect.signature(build_realizer_messages).parameters) == {"state", "action", "pack", "topic"}
     assert set(RealizeJob.model_fields) == JOB_FIELDS
 
 
-def allowed_lines(state: DialogueState, action: Action) -> set[str]:
+def allowed_lines(state: DialogueState, action: Action, topic: str | None) -> set[str]:
     """Every line a user message of this job may hold: the pack's and the frame's words."""
     program = state.get(PACK.program_slot)
-    facts = {f"{pid}: {PACK.passages[pid].text}" for pid in PACK.fact_ids_for(action, program)} or {"none"}
+    ids = PACK.passage_ids_for(action, program, topic)
+    facts = {f"{pid}: {PACK.passages[pid].text}" for pid in ids} or {"none"}
     slot_lines = {f"{name}={value}" for name, value in state.slots.items()}
     return {
         f"ACTION: {action}",
@@ -56,10 +58,12 @@ def allowed_lines(state: DialogueState, action: Action) -> set[str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(states, model_actions)
-def test_every_value_in_a_job_comes_from_the_pack_or_the_frame(state: DialogueState, action: Action) -> None:
+@given(states, model_actions, st.sampled_from([None, *(topic.name for topic in PACK.spec.topics)]))
+def test_every_value_in_a_job_comes_from_the_pack_or_the_frame(
+    state: DialogueState, action: Action, topic: str | None
+) -> None:
     job = build_realize_job(
-        conversation_id=uuid4(), turn_id=1, state=state, action=action, pack=PACK, now=datetime.now(UTC)
+        conversation_id=uuid4(), turn_id=1, state=state, action=action, pack=PACK, now=datetime.now(UTC), topic=topic
     )
     assert job.slots == state.slots
     for slot, value in job.slots.items():
@@ -68,4 +72,4 @@ def test_every_value_in_a_job_comes_from_the_pack_or_the_frame(state: DialogueSt
     system, user = job.messages
     assert (system.role, system.content) == ("system", PACK.spec.prompts.realizer_system)
     assert user.role == "user"
-    assert set(user.content.splitlines()) <= allowed_lines(state, action)
+    assert set(user.content.splitlines()) <= allowed_lines(state, action, topic)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -45,8 +46,9 @@ def test_handbook_holds_h06_verbatim_and_no_parking_row(pack: DomainPack) -> Non
 
 
 def test_fact_rows_per_action_are_the_seeds(pack: DomainPack) -> None:
-    assert pack.fact_ids_for(Action.INFORM, "data_support") == ("H06",)
-    assert pack.fact_ids_for(Action.INFORM, "forklift") == ("H11",)
+    assert pack.passage_ids_for(Action.INFORM, "data_support", "schedule") == ("H06",)
+    assert pack.passage_ids_for(Action.INFORM, "forklift", "schedule") == ("H11",)
+    assert pack.passage_ids_for(Action.INFORM, "forklift") == (), "inform without a topic has no rows"
     assert pack.fact_ids_for(Action.CONFIRM, "data_support") == ("H03", "H06", "H13")
     assert pack.fact_ids_for(Action.CONFIRM, "forklift") == ("H03", "H11")
     assert pack.fact_ids_for(Action.REQUEST_CONTACT, "data_support") == ()
@@ -75,21 +77,71 @@ def test_handbook_row_without_quotes_names_file_and_line(pack_copy: Path) -> Non
 def test_bad_passage_id_names_file_and_line(pack_copy: Path) -> None:
     handbook = pack_copy / "handbook.csv"
     handbook.write_text(handbook.read_text() + "not an id,fees,Costs.,Handbook,note\n")
-    with pytest.raises(PackError, match=r"handbook\.csv, row at line 17: passage_id"):
+    with pytest.raises(PackError, match=r"handbook\.csv, row at line 17: field passage_id"):
         load_pack(pack_copy)
 
 
 def test_fact_rows_naming_a_missing_passage_fail(pack_copy: Path) -> None:
     handbook = pack_copy / "handbook.csv"
-    handbook.write_text("\n".join(line for line in handbook.read_text().splitlines() if not line.startswith("H11")))
-    with pytest.raises(PackError, match=r"handbook\.csv: .*missing passages \['H11'\]"):
+    handbook.write_text("\n".join(line for line in handbook.read_text().splitlines() if not line.startswith("H03")))
+    with pytest.raises(PackError, match=r"domain\.toml, table fact_rows, entry 1, field passage_ids: .*\['H03'\]"):
+        load_pack(pack_copy)
+
+
+def test_a_topic_row_that_does_not_exist_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    text = domain.read_text()
+    domain.write_text(text.replace('forklift = ["H11"] }', 'forklift = ["H99"] }'))
+    with pytest.raises(PackError) as raised:
+        load_pack(pack_copy)
+    assert re.search(
+        r"domain\.toml, table topics, entry \d+, field program_rows\.forklift: names H99", str(raised.value)
+    )
+
+
+def test_a_topic_without_rows_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(domain.read_text().replace('rows = ["H05"]\n', ""))
+    with pytest.raises(
+        PackError, match=r"domain\.toml, table topics, entry \d+, field rows: a covered topic needs rows"
+    ):
+        load_pack(pack_copy)
+
+
+def test_a_topic_pattern_matching_empty_text_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    text = domain.read_text()
+    domain.write_text(
+        text.replace("covered = false\npattern = '\\bparking", "covered = false\npattern = 'x*|\\bparking", 1)
+    )
+    with pytest.raises(PackError, match=r"domain\.toml, table topics, entry 1, field pattern: .*empty text"):
+        load_pack(pack_copy)
+
+
+def test_an_unknown_slot_in_a_rule_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(domain.read_text().replace('slot = "contact_channel"', 'slot = "pager"', 1))
+    with pytest.raises(
+        PackError, match=r"domain\.toml, table understanding\.slot_rules, entry \d+, field slot: 'pager'"
+    ):
+        load_pack(pack_copy)
+
+
+def test_a_topic_for_an_unknown_program_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(
+        domain.read_text().replace('program_rows = { forklift = ["H10"] }', 'program_rows = { crane = ["H10"] }')
+    )
+    with pytest.raises(
+        PackError, match=r"domain\.toml, table topics, entry \d+, field program_rows: 'crane' is no program"
+    ):
         load_pack(pack_copy)
 
 
 def test_bad_regular_expression_names_the_entry(pack_copy: Path) -> None:
     domain = pack_copy / "domain.toml"
     domain.write_text(domain.read_text().replace("pattern = 'forklift'", "pattern = 'fork(lift'"))
-    with pytest.raises(PackError, match=r"domain\.toml, entry understanding\.slot_rules\.0\.pattern"):
+    with pytest.raises(PackError, match=r"domain\.toml, table understanding\.slot_rules, entry 1, field pattern"):
         load_pack(pack_copy)
 
 
@@ -103,7 +155,7 @@ def test_unknown_slot_value_in_a_rule_fails(pack_copy: Path) -> None:
 def test_scripted_turn_with_unknown_action_names_the_line(tmp_path: Path) -> None:
     turns = tmp_path / "turns.csv"
     turns.write_text("conversation_id,turn_id,user_utterance,expected_action\nC1,1,Hello there,approve\n")
-    with pytest.raises(PackError, match=r"turns\.csv, row at line 2: expected_action") as raised:
+    with pytest.raises(PackError, match=r"turns\.csv, row at line 2: field expected_action") as raised:
         read_scripted_turns(turns)
     assert "Hello there" not in str(raised.value)
 

@@ -127,3 +127,17 @@ def test_stored_screen_names_come_back_in_screen_order() -> None:
     assert in_screen_order(()) == ()
     with pytest.raises(ValueError):
         in_screen_order({"no_such_screen"})
+
+
+def test_an_inform_reply_may_name_the_programs_its_rows_name_and_no_others(pack: DomainPack) -> None:
+    """The rows the prompt held decide: H02 lists both programs, H06 names only its own."""
+    both = "The centre enrolls two programs: the Data Support Certificate and the Forklift Operator Licence course."
+    offered = screen_reply(both, Action.INFORM, slots("unknown", "unknown"), pack, ["H02"])
+    assert offered.passed[Screen.PROGRAM_NAMES] and offered.passed[Screen.NUMERALS]
+    other = "The Forklift Operator Licence classes meet on Monday and Wednesday evenings."
+    schedule = screen_reply(other, Action.INFORM, slots("data_support", "email"), pack, ["H06"])
+    assert not schedule.passed[Screen.PROGRAM_NAMES]
+    # A job's rows are the ones screened: the same reply, decided, for the programs-offered topic
+    job_reply = realized(pack, both, Action.INFORM, slots("data_support", "email"))
+    job = job_reply.job.model_copy(update={"topic": "programs_offered", "fact_ids": ("H02",)})
+    assert not decide(job_reply.model_copy(update={"job": job}), pack).fallback_used

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from devstack.token_accounting import count_tokens, naive_messages, prompt_text, qwen_tokenizer
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
-from dialogue.policy import next_state
+from dialogue.policy import next_state, turn_topic
 from dialogue.realize import build_realizer_messages
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
@@ -33,10 +33,12 @@ def token_columns(pack: DomainPack, turns: list[ScriptedTurn]) -> tuple[list[int
     for conversation in scripted_turns_by_conversation(turns).values():
         state = DialogueState.new(pack.frame)
         for index, turn in enumerate(conversation):
-            state, action = next_state(state, understand(turn.user_utterance, pack), pack)
+            understood = understand(turn.user_utterance, pack)
+            state, action = next_state(state, understood, pack)
             utterances = [t.user_utterance for t in conversation[: index + 1]]
             naive.append(count_tokens(naive_messages(pack.spec.prompts.naive_system, utterances)))
-            state_counts.append(count_tokens(build_realizer_messages(state, action, pack)))
+            topic = turn_topic(understood, action)
+            state_counts.append(count_tokens(build_realizer_messages(state, action, pack, topic)))
     return naive, state_counts
 
 

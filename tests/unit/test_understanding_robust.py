@@ -38,7 +38,9 @@ PACK_DIR = ROOT / "data" / "riverton"
 CASES_FILE = PACK_DIR / "understanding_cases.csv"
 ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
-Group = Literal["seed", "normalization", "injection", "staff_bypass", "benign", "negation", "correction"]
+Group = Literal[
+    "seed", "normalization", "injection", "staff_bypass", "benign", "negation", "correction", "everyday_words"
+]
 
 
 class UnderstandingCase(BaseModel):
@@ -252,37 +254,45 @@ def _edit(pack_dir: Path, old: str, new: str) -> None:
 
 def test_bad_negated_value_names_the_rule(pack_copy: Path) -> None:
     _edit(pack_copy, 'negated_value = "no"', 'negated_value = "maybe"')
-    with pytest.raises(PackError, match=r"domain\.toml.*understanding\.slot_rules\.3 .*childcare_needed=maybe"):
+    with pytest.raises(
+        PackError,
+        match=r"domain\.toml, table understanding\.slot_rules, entry 4, field negated_value: "
+        r"childcare_needed never holds 'maybe'",
+    ):
         load_pack(pack_copy)
 
 
 def test_pattern_matching_empty_text_is_refused(pack_copy: Path) -> None:
-    _edit(pack_copy, "pattern = '\\bparking\\b'", "pattern = '\\bparking\\b|'")
-    with pytest.raises(PackError, match=r"domain\.toml, entry understanding\.intents\.0\.pattern: .*empty text"):
+    _edit(pack_copy, "pattern = '\\btalk to a person\\b", "pattern = '|\\btalk to a person\\b")
+    with pytest.raises(
+        PackError, match=r"domain\.toml, table understanding\.intents, entry 1, field pattern: .*empty text"
+    ):
         load_pack(pack_copy)
 
 
 def test_bad_screen_regex_names_the_rule(pack_copy: Path) -> None:
     _edit(pack_copy, "name = \"prompt_talk\"\npattern = '''(?x)", "name = \"prompt_talk\"\npattern = '''(?x)(")
-    with pytest.raises(PackError, match=r"understanding\.injection_rules\.4\.pattern: .*invalid regular expression"):
+    with pytest.raises(
+        PackError, match=r"table understanding\.injection_rules, entry 6, field pattern: .*invalid regular expression"
+    ):
         load_pack(pack_copy)
 
 
 def test_duplicate_screen_names_are_refused(pack_copy: Path) -> None:
     _edit(pack_copy, 'name = "approve_me"', 'name = "mark_me_as"')
-    with pytest.raises(PackError, match=r"understanding\.staff_only_rules: .*repeated: \['mark_me_as'\]"):
+    with pytest.raises(PackError, match=r"table understanding, field staff_only_rules: .*repeated: \['mark_me_as'\]"):
         load_pack(pack_copy)
 
 
 def test_negation_window_is_bounded(pack_copy: Path) -> None:
     _edit(pack_copy, "window_words = 3", "window_words = 40")
-    with pytest.raises(PackError, match=r"understanding\.negation\.window_words"):
+    with pytest.raises(PackError, match=r"table understanding\.negation, field window_words"):
         load_pack(pack_copy)
 
 
 def test_missing_negation_table_is_named(pack_copy: Path) -> None:
     _edit(pack_copy, "[understanding.negation]", "[unused_negation]")
-    with pytest.raises(PackError, match=r"domain\.toml, entry understanding\.negation: Field required"):
+    with pytest.raises(PackError, match=r"domain\.toml, table understanding, field negation: Field required"):
         load_pack(pack_copy)
 
 
@@ -292,7 +302,7 @@ def test_case_file_errors_name_file_and_line(tmp_path: Path) -> None:
         "group,text,intent,injection,privileged,updates,action\n"
         "benign,Secret-Walrus-1234 hello,enrollment,false,false,,approve\n"
     )
-    with pytest.raises(PackError, match=r"cases\.csv, row at line 2: action") as raised:
+    with pytest.raises(PackError, match=r"cases\.csv, row at line 2: field action") as raised:
         read_csv_rows(bad, UnderstandingCase)
     assert "Walrus" not in str(raised.value)
 
@@ -303,25 +313,25 @@ def test_case_file_errors_name_file_and_line(tmp_path: Path) -> None:
         (
             "marker_pattern = '''(?x)",
             "marker_pattern = '''(?x)x*|",
-            r"understanding\.corrections\.marker_pattern",
+            r"table understanding\.corrections, field marker_pattern",
             "empty text",
         ),
         (
             "after_cue_pattern = '''(?x)",
             "after_cue_pattern = '''(?x)(",
-            r"understanding\.negation\.after_cue_pattern",
+            r"table understanding\.negation, field after_cue_pattern",
             "invalid regular expression",
         ),
         (
             "required_patterns = ['\\bphone\\b', ",
             "required_patterns = ['\\bphone\\b', '(', ",
-            r"actions\.\w+\.required_patterns\.1",
+            r"table actions\.\w+\.required_patterns, entry 2",
             "invalid regular expression",
         ),
         (
             "personal_detail_pattern = '''\\b(",
             "personal_detail_pattern = '''\\b((",
-            r"screens\.personal_detail_pattern",
+            r"table screens, field personal_detail_pattern",
             "invalid regular expression",
         ),
     ],
@@ -330,5 +340,5 @@ def test_every_kind_of_pattern_is_checked_where_it_stands(
     pack_copy: Path, old: str, new: str, entry: str, reason: str
 ) -> None:
     _edit(pack_copy, old, new)
-    with pytest.raises(PackError, match=rf"domain\.toml, entry {entry}: .*{reason}"):
+    with pytest.raises(PackError, match=rf"domain\.toml, {entry}: .*{reason}"):
         load_pack(pack_copy)

@@ -78,7 +78,7 @@ async function readMessages({ settle }) {
   for (;;) {
     const page = await request("GET", `/conversations/${state.conversationId}/messages?after=${state.after}`);
     for (const message of page.messages) {
-      if (message.source === "staff") appendMessage("staff", "Staff, enrollment desk", message.text);
+      if (message.source === "staff") appendMessage("staff", "Staff", message.text);
       else appendMessage("assistant", "Assistant", message.text);
     }
     state.after = page.next_after;
@@ -178,7 +178,22 @@ view.retry.addEventListener("click", () => {
   if (state.retryAction) state.retryAction();
 });
 
+/** The desk's name and introduction come from config.json (its domain pack), so a desk is data. */
+async function showDesk() {
+  try {
+    const response = await fetch("/config.json", { signal: AbortSignal.timeout(8000) });
+    const desk = response.ok ? (await response.json()).desk : null;
+    if (!desk) return;
+    document.getElementById("desk-name").textContent = desk.name;
+    document.getElementById("desk-intro").textContent = desk.intro || "";
+    document.title = `${desk.name} - chat`;
+  } catch {
+    // The generic heading stays; the chat works without it.
+  }
+}
+
 view.send.disabled = true;
 setStatus("Connecting to the desk");
+showDesk();
 startConversation();
 listenForStaff();

@@ -265,6 +265,7 @@ function handoffView(item) {
       ["Conversation", item.conversation_id],
       ["Action", item.action],
       ["Intent", item.intent],
+      ["Handbook topic", item.topic || "none"],
       ["Slots", slotsText(item.slots)],
       ["Injection-like", item.injection_screen ? "yes" : "no"],
       ["Staff-only request", item.privileged_request ? "yes" : "no"],

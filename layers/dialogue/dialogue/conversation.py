@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from dialogue.actions import HANDED_OFF, Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
 from dialogue.errors import ConversationNotFound, StoreUnavailable, TurnLimitReached, TurnNotFound
 from dialogue.pack import DomainPack
-from dialogue.policy import next_state
+from dialogue.policy import next_state, turn_topic
 from dialogue.records import ConversationRecord, TurnRecord
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
@@ -89,6 +89,7 @@ def take_turn(
         privileged_request=understanding.privileged_request,
         slots=dict(state.slots),
         action=action,
+        topic=turn_topic(understanding, action),
         reply_source=ReplySource.MODEL if uses_model else ReplySource.FIXED,
         status=TurnStatus.PENDING if uses_model else TurnStatus.FINAL,
         reply_screen=ReplyScreen.NOT_APPLICABLE,

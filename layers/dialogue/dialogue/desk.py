@@ -67,6 +67,8 @@ class DeskItem(BaseModel):
     turn_id: int
     action: Action
     slots: dict[str, str]
+    # The handbook topic that decided an inform or an abstention (a pack name), else none.
+    topic: str | None = None
     queued_at: datetime
     created_at: datetime
     claim: Claim | None = None
@@ -170,6 +172,7 @@ def _desk_fields(turn: TurnRecord, staff: StaffMember, now: datetime) -> dict[st
         "turn_id": turn.turn_id,
         "action": turn.action,
         "slots": dict(turn.slots),
+        "topic": turn.topic,
         "queued_at": turn.queued_at or turn.created_at,
         "created_at": turn.created_at,
         "claim": claim_view(turn, staff, now),

@@ -83,5 +83,6 @@ def dispatch_pending_turn(
             action=turn.action,
             pack=pack,
             now=turn.created_at,
+            topic=turn.topic,
         )
     )

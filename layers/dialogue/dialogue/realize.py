@@ -48,6 +48,7 @@ class RealizeJob(BaseModel):
     turn_id: Annotated[int, Field(ge=1)]
     action: ModelAction
     slots: dict[str, str]
+    topic: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")] | None = None
     fact_ids: tuple[str, ...]
     messages: tuple[ChatMessage, ...] = Field(min_length=2, max_length=2)
     max_new_tokens: Annotated[int, Field(ge=1, le=512)] = MAX_NEW_TOKENS
@@ -102,21 +103,32 @@ def job_id_for(conversation_id: UUID, turn_id: int) -> str:
     return f"{conversation_id}/{turn_id}"
 
 
-def fact_block(action: Action, state: DialogueState, pack: DomainPack) -> str:
-    """The approved handbook rows for this action and program, one `ID: text` line each, or `none`."""
-    ids = pack.fact_ids_for(action, state.get(pack.program_slot))
+def passage_ids(action: Action, state: DialogueState, pack: DomainPack, topic: str | None = None) -> tuple[str, ...]:
+    """The handbook rows the pack approves for this action, program and (for inform) topic.
+
+    `topic` must name one of the pack's topics: the name selects rows and never enters a prompt."""
+    if topic is not None and pack.topic(topic) is None:
+        raise ValueError("topic must be one of the pack's topics")
+    return pack.passage_ids_for(action, state.get(pack.program_slot), topic)
+
+
+def fact_block(action: Action, state: DialogueState, pack: DomainPack, topic: str | None = None) -> str:
+    """The approved handbook rows, one `ID: text` line each, or `none`."""
+    ids = passage_ids(action, state, pack, topic)
     lines = [f"{passage_id}: {pack.passages[passage_id].text}" for passage_id in ids]
     return "\n".join(lines) if lines else "none"
 
 
-def build_realizer_messages(state: DialogueState, action: Action, pack: DomainPack) -> tuple[ChatMessage, ChatMessage]:
+def build_realizer_messages(
+    state: DialogueState, action: Action, pack: DomainPack, topic: str | None = None
+) -> tuple[ChatMessage, ChatMessage]:
     """The system and user messages for wording `action`: state, action meaning and facts, nothing else."""
     slot_lines = "\n".join(f"{name}={value}" for name, value in state.slots.items())
     user = (
         f"ACTION: {action}"
         f"\nACTION MEANING: {pack.action(action).instruction}"
         f"\nSLOTS:\n{slot_lines}"
-        f"\nHANDBOOK FACTS:\n{fact_block(action, state, pack)}"
+        f"\nHANDBOOK FACTS:\n{fact_block(action, state, pack, topic)}"
     )
     return (
         ChatMessage(role="system", content=pack.spec.prompts.realizer_system),
@@ -125,7 +137,14 @@ def build_realizer_messages(state: DialogueState, action: Action, pack: DomainPa
 
 
 def build_realize_job(
-    *, conversation_id: UUID, turn_id: int, state: DialogueState, action: Action, pack: DomainPack, now: datetime
+    *,
+    conversation_id: UUID,
+    turn_id: int,
+    state: DialogueState,
+    action: Action,
+    pack: DomainPack,
+    now: datetime,
+    topic: str | None = None,
 ) -> RealizeJob:
     """The job for one generated turn. Its inputs are ids, coarse state and the action: no user text."""
     return RealizeJob(
@@ -134,7 +153,8 @@ def build_realize_job(
         turn_id=turn_id,
         action=action,
         slots=dict(state.slots),
-        fact_ids=pack.fact_ids_for(action, state.get(pack.program_slot)),
-        messages=build_realizer_messages(state, action, pack),
+        topic=topic,
+        fact_ids=passage_ids(action, state, pack, topic),
+        messages=build_realizer_messages(state, action, pack, topic),
         created_at=now,
     )

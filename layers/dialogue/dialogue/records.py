@@ -37,6 +37,8 @@ class TurnRecord(BaseModel):
     privileged_request: bool
     slots: dict[str, str]
     action: Action
+    # The handbook topic a question asked about (a pack name), when it decided the action.
+    topic: str | None = None
     reply_source: ReplySource
     status: TurnStatus
     reply_screen: ReplyScreen

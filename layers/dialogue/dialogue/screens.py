@@ -10,7 +10,7 @@ budget. Any of these shows the fixed fallback; only a content screen labels the 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,9 +40,9 @@ class ScreenReport(BaseModel):
         return ReplyScreen.HELD if self.fired else ReplyScreen.NOT_FLAGGED
 
 
-def allowed_fact_text(action: Action, program: str, pack: DomainPack) -> str:
-    """The text of the handbook rows the action may use, joined: the only source of numerals."""
-    return " ".join(pack.passages[passage_id].text for passage_id in pack.fact_ids_for(action, program))
+def allowed_fact_text(passage_ids: Sequence[str], pack: DomainPack) -> str:
+    """The text of the handbook rows the prompt held, joined: the only source of numerals."""
+    return " ".join(pack.passages[passage_id].text for passage_id in passage_ids if passage_id in pack.passages)
 
 
 def numerals_ok(reply: str, allowed_text: str) -> bool:
@@ -50,15 +50,14 @@ def numerals_ok(reply: str, allowed_text: str) -> bool:
     return all(number in allowed for number in _NUMERAL.findall(reply))
 
 
-def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack) -> bool:
-    """A reply may name only the state's program; a request_program reply may name any."""
+def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack, allowed_text: str = "") -> bool:
+    """A reply may name only the state's program, or a program the rows its prompt held name (a row
+    listing the programs offered); a request_program reply may name any."""
     if action is Action.REQUEST_PROGRAM:
         return True
-    lowered = reply.casefold()
+    lowered, allowed = reply.casefold(), allowed_text.casefold()
     mentioned = [p for p in pack.spec.programs if p.display_name.casefold() in lowered]
-    if not mentioned:
-        return True
-    return all(p.id == program for p in mentioned)
+    return all(p.id == program or p.display_name.casefold() in allowed for p in mentioned)
 
 
 def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> bool:
@@ -77,14 +76,23 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
     return True
 
 
-def screen_reply(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> ScreenReport:
-    """Run every content screen on one generated reply."""
+def screen_reply(
+    reply: str,
+    action: Action,
+    slots: Mapping[str, str],
+    pack: DomainPack,
+    passage_ids: Sequence[str] | None = None,
+) -> ScreenReport:
+    """Run every content screen on one generated reply. `passage_ids` are the rows its prompt held (the
+    job's); without them, the rows the pack gives the action and program outside any topic."""
     program = slots[pack.program_slot]
     patterns = pack.compiled
+    rows = pack.passage_ids_for(action, program) if passage_ids is None else passage_ids
+    facts = allowed_fact_text(rows, pack)
     return ScreenReport(
         passed={
-            Screen.NUMERALS: numerals_ok(reply, allowed_fact_text(action, program, pack)),
-            Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack),
+            Screen.NUMERALS: numerals_ok(reply, facts),
+            Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack, facts),
             Screen.ACTION_SLOTS: action_slots_ok(reply, action, slots, pack),
             Screen.PERSONAL_DETAILS: patterns.personal_detail.search(reply) is None,
             Screen.PROMISE_WORDS: patterns.promise.search(reply) is None,
@@ -107,7 +115,7 @@ def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
 def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:
     """Screen a realized reply and choose what the user sees: the reply, or the fixed fallback."""
     job = realized.job
-    report = screen_reply(realized.text, job.action, job.slots, pack)
+    report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids)
     stops = generation_problems(realized)
     fallback = bool(report.fired or stops)
     state = DialogueState.from_slots(pack.frame, job.slots)

@@ -14,12 +14,22 @@ this module knows only the mechanism:
   an after-cue starts at most that many words after it, with no scope break (punctuation, "but",
   ...) in between. A cue that is itself in the scope of an earlier cue cancels instead ("I can't
   come without childcare" needs it). A negated mention sets the rule's `negated_value` ("no
-  childcare" → no), or nothing when the rule has none ("don't email me" says nothing about the
+  childcare" → no), or nothing when the rule has none ("don't call me" need not choose another
   channel).
 - Corrections: when a correction marker ("sorry, I meant", "actually", "scratch that") comes before
   some of a slot's mentions, only the mentions after the last such marker count.
-- A slot is updated when its counting mentions agree on one value. Mentions that disagree ("forklift
-  or data support?") leave the slot as it was, so the policy asks rather than guesses.
+- A slot is updated when its counting mentions agree on one value. Mentions that disagree (two
+  programs at once) leave the slot as it was, so the policy asks rather than guesses.
+- Questions and topics: a turn is a question when the pack's question pattern matches (a question
+  mark, wh-words, "can I", "is there"...). A question's topic is the first topic the desk cannot
+  answer whose pattern matches, else the first covered one, in pack order. A statement has no topic:
+  it stays on the frame's path.
+- The route, in the policy's order: a question on an uncovered topic is abstained on; an intent
+  that asks for a person hands off; a question on a covered topic is informed; a question that
+  matches no topic is abstained on, unless it mentions a value of a slot the policy asks for
+  ("could you sign me up for ...?"); anything else fills the frame. A screened turn is refused and
+  read as a statement. The intent recorded is the topic's (or the pack's unmatched-question intent)
+  where a topic decides the route.
 """
 
 from __future__ import annotations
@@ -27,12 +37,15 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.normalize import normalize
-from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule
-from dialogue.pack.schema import IntentRoute
+from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule, Topic
+
+Route = Literal["abstain", "hand_off", "inform", "enroll"]
+"""Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
 
 _WORD = re.compile(r"\w+")
 
@@ -43,12 +56,15 @@ class Understanding(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     intent: str
-    route: IntentRoute
+    route: Route
     injection_screen: bool
     privileged_request: bool
     slot_updates: dict[str, str]
     # The names of the screen rules that fired (pack names, never user text).
     screens_fired: tuple[str, ...] = ()
+    # Whether the turn is a question, and the pack topic it asks about, if any.
+    question: bool = False
+    topic: str | None = None
 
     @property
     def must_refuse(self) -> bool:
@@ -76,6 +92,35 @@ def _classify(text: str, pack: DomainPack) -> IntentRule:
         if pattern is None or pattern.search(text):
             return rule
     return pack.spec.understanding.default_intent
+
+
+def _topic(text: str, pack: DomainPack) -> Topic | None:
+    """The topic a question asks about: an uncovered one first (the desk must not answer half a
+    question), else the first covered one, in pack order."""
+    matched = [topic for topic, pattern in pack.compiled.topics if pattern.search(text)]
+    return next((topic for topic in matched if not topic.covered), None) or next(iter(matched), None)
+
+
+def _route(
+    text: str, pack: DomainPack, *, mentions_values: bool, screened: bool
+) -> tuple[str, Route, bool, Topic | None]:
+    """The intent to record, the route, whether the turn is a question, and its topic.
+
+    A question that matches no topic but mentions a frame value ("could you sign me up for
+    <program>?", "<program> or <program>?") is about the frame: it fills the frame. A screened turn is
+    refused whatever it asks, so it is read as a statement and keeps its intent."""
+    question = not screened and pack.compiled.question.search(text) is not None
+    topic = _topic(text, pack) if question else None
+    intent = _classify(text, pack)
+    if topic is not None and not topic.covered:
+        return topic.intent_name, "abstain", question, topic
+    if intent.route == "hand_off":
+        return intent.name, "hand_off", question, topic
+    if topic is not None:
+        return topic.intent_name, "inform", question, topic
+    if question and not mentions_values:
+        return pack.spec.understanding.questions.unmatched_intent, "abstain", question, None
+    return intent.name, "enroll", question, None
 
 
 class _Scope:
@@ -198,6 +243,13 @@ def extract_slot_updates(text: str, pack: DomainPack) -> dict[str, str]:
 
 
 def _extract(text: str, pack: DomainPack) -> dict[str, str]:
+    return _read_slots(text, pack)[0]
+
+
+def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool]:
+    """The slot updates, and whether the text mentions a value of a slot the policy asks for (agreeing
+    or not): a question that does is about the frame. A remembered-only slot ("last night", "my kid")
+    does not make a question one."""
     scope = _Scope(text, pack.compiled, _window(pack))
     mentions = _mentions(text, pack, scope)
     updates: dict[str, str] = {}
@@ -205,7 +257,8 @@ def _extract(text: str, pack: DomainPack) -> dict[str, str]:
         value = _settle([mention for mention in mentions if mention.slot == slot], scope)
         if value is not None:
             updates[slot] = value
-    return updates
+    asked = {slot.name for slot in pack.frame.requested_slots}
+    return updates, any(mention.slot in asked for mention in mentions)
 
 
 def understand(text: str, pack: DomainPack) -> Understanding:
@@ -214,13 +267,16 @@ def understand(text: str, pack: DomainPack) -> Understanding:
     patterns = pack.compiled
     injection = _screens(normalized, patterns.injection)
     staff_only = _screens(normalized, patterns.staff_only)
-    intent = _classify(normalized, pack)
     screened = bool(injection or staff_only)
+    updates, mentions_values = ({}, False) if screened else _read_slots(normalized, pack)
+    intent, route, question, topic = _route(normalized, pack, mentions_values=mentions_values, screened=screened)
     return Understanding(
-        intent=intent.name,
-        route=intent.route,
+        intent=intent,
+        route=route,
         injection_screen=bool(injection),
         privileged_request=bool(staff_only),
-        slot_updates={} if screened else _extract(normalized, pack),
+        slot_updates=updates,
         screens_fired=(*injection, *staff_only),
+        question=question,
+        topic=topic.name if topic else None,
     )

@@ -2,7 +2,16 @@
 at load (`schema`), read from a folder (`loader`), its patterns compiled once (`patterns`); scripted
 conversations to replay against it (`scripted`)."""
 
-from dialogue.pack.loader import PACK_DIR_ENV, PackError, default_pack_dir, get_pack, load_pack, read_csv_rows
+from dialogue.pack.loader import (
+    PACK_DIR_ENV,
+    PackError,
+    default_pack_dir,
+    forget_loaded_packs,
+    get_pack,
+    load_pack,
+    pack_dir_for,
+    read_csv_rows,
+)
 from dialogue.pack.patterns import CompiledPatterns
 from dialogue.pack.schema import (
     UNKNOWN,
@@ -16,6 +25,7 @@ from dialogue.pack.schema import (
     ScreenRule,
     SlotRule,
     SlotSpec,
+    Topic,
 )
 from dialogue.pack.scripted import ScriptedTurn, read_scripted_turns, scripted_turns_by_conversation
 
@@ -35,9 +45,12 @@ __all__ = [
     "ScriptedTurn",
     "SlotRule",
     "SlotSpec",
+    "Topic",
     "default_pack_dir",
+    "forget_loaded_packs",
     "get_pack",
     "load_pack",
+    "pack_dir_for",
     "read_csv_rows",
     "read_scripted_turns",
     "scripted_turns_by_conversation",

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from dialogue.pack.schema import DomainPack, DomainSpec, HandbookRow
+from dialogue.pack.schema import DomainPack, DomainSpec, HandbookRow, located
 
 PACK_DIR_ENV = "DOMAIN_PACK_DIR"
 
@@ -23,12 +23,33 @@ class PackError(ValueError):
     """A domain pack file is missing or malformed."""
 
 
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as a pack author reads it: `table topics, entry 3, field rows`."""
+    if not loc:
+        return ""
+    index = next((position for position, part in enumerate(loc) if isinstance(part, int)), None)
+    if index is None:
+        table, number, field = loc[:-1], None, loc[-1:]
+    else:
+        table, number, field = loc[:index], int(loc[index]), loc[index + 1 :]
+    return located(
+        ".".join(map(str, table)) or "(top level)",
+        number,
+        ".".join(map(str, field)) or None,
+    ).removeprefix("table (top level), ")
+
+
 def describe(error: ValidationError) -> str:
-    """Where the first problem is and what it is, with how many more there are."""
+    """Where the first problem is (table, entry, field) and what it is, with how many more there are."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "top level"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    where = _where(tuple(first["loc"]))
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    if not where:
+        return f"{message}{more}"
+    # A model's own check names its field in its message: "field rows: ..." joins the location.
+    joiner = ", " if message.startswith("field ") else ": "
+    return f"{where}{joiner}{message}{more}"
 
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -85,27 +106,50 @@ def load_pack(directory: str | os.PathLike[str]) -> DomainPack:
     try:
         spec = DomainSpec.model_validate(raw)
     except ValidationError as error:
-        raise PackError(f"{domain_file}, entry {describe(error)}") from None
+        raise PackError(f"{domain_file}, {describe(error)}") from None
     handbook_file = root / "handbook.csv"
     handbook = read_csv_rows(handbook_file, HandbookRow)
     try:
         return DomainPack(spec=spec, handbook=tuple(handbook))
     except ValidationError as error:
-        raise PackError(f"{handbook_file}: {describe(error)}") from None
+        # A row id a table names but the handbook lacks is domain.toml's mistake; the rest are the handbook's.
+        problem = describe(error)
+        blamed = domain_file if problem.startswith("table ") else handbook_file
+        raise PackError(f"{blamed}, {problem}" if blamed is domain_file else f"{blamed}: {problem}") from None
+
+
+PACKS_FILE = "packs.toml"
+"""The configuration beside the packs (the repository's `data/packs.toml`) naming the default desk."""
 
 
 def default_pack_dir() -> Path:
-    """The pack named by DOMAIN_PACK_DIR, else the repository's `data/riverton`."""
+    """The pack named by DOMAIN_PACK_DIR, else the `default` desk of the repository's `data/packs.toml`."""
     configured = os.environ.get(PACK_DIR_ENV)
     if configured:
         return Path(configured)
-    return _repository_pack_dir()
+    return _configured_pack_dir()
 
 
 @lru_cache(maxsize=1)
-def _repository_pack_dir() -> Path:
-    # Resolved once: `get_pack()` runs on every request, and resolving a path is a syscall per part.
-    return Path(__file__).resolve().parents[4] / "data" / "riverton"
+def _configured_pack_dir() -> Path:
+    # Read once: `get_pack()` runs on every request. The code names no desk; the configuration does.
+    data = Path(__file__).resolve().parents[4] / "data"
+    config = data / PACKS_FILE
+    try:
+        default = tomllib.loads(config.read_text(encoding="utf-8"))["default"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        raise PackError(f"no desk configured: set {PACK_DIR_ENV}, or name one as `default` in {config}") from None
+    if not isinstance(default, str) or not default or "/" in default or default.startswith("."):
+        raise PackError(f"{config}: default must name a folder beside it")
+    return data / default
+
+
+def pack_dir_for(name_or_path: str | os.PathLike[str]) -> Path:
+    """A pack folder from a command line: a path, or the name of a desk under the repository's data/."""
+    given = Path(name_or_path)
+    if given.exists() or given.is_absolute() or len(given.parts) > 1:
+        return given
+    return Path(__file__).resolve().parents[4] / "data" / given
 
 
 @lru_cache(maxsize=4)

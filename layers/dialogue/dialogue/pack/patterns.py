@@ -16,7 +16,7 @@ from pydantic import AfterValidator, StringConstraints
 
 if TYPE_CHECKING:
     from dialogue.actions import Action
-    from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule
+    from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule, Topic
 
 NonEmptyText = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
@@ -80,6 +80,8 @@ class CompiledPatterns:
     staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
+    question: re.Pattern[str]
+    topics: tuple[tuple[Topic, re.Pattern[str]], ...]
     negation_cue: re.Pattern[str]
     negation_after_cue: re.Pattern[str]
     scope_break: re.Pattern[str]
@@ -99,6 +101,8 @@ class CompiledPatterns:
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
             intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
+            question=understanding(rules.questions.pattern),
+            topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),
             scope_break=understanding(rules.negation.scope_break_pattern),

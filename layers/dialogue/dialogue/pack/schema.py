@@ -73,14 +73,70 @@ class Program(_Strict):
     reply_alias_pattern: PatternText
 
 
-IntentRoute = Literal["abstain", "hand_off", "inform", "enroll"]
-"""Where an intent sends the policy; `dialogue.policy` reads it."""
+IntentRoute = Literal["hand_off", "enroll"]
+"""Where an intent sends the policy: to a person, or along the frame. Questions go by topic instead."""
 
 
 class IntentRule(_Strict):
     name: Identifier
     route: IntentRoute
     pattern: UnderstandingPatternText | None = None
+
+
+class QuestionRules(_Strict):
+    """What makes a turn a question for the handbook, and the intent of one that matches no topic."""
+
+    pattern: UnderstandingPatternText
+    unmatched_intent: Identifier
+
+
+class Topic(_Strict):
+    """A handbook topic: the questions that ask about it and the rows that answer them.
+
+    A general topic has `rows`; a topic tied to the program slot has `program_rows`, per program
+    (a program without an entry is not covered for that topic). A topic the desk knows it cannot
+    answer has `covered = false` and no rows: a question on it is abstained on and handed off.
+    """
+
+    name: Identifier
+    pattern: UnderstandingPatternText
+    intent: Identifier | None = None
+    covered: bool = True
+    rows: tuple[PassageId, ...] = ()
+    program_rows: dict[Identifier, tuple[PassageId, ...]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _rows_fit_coverage(self) -> Topic:
+        has_rows = bool(self.rows) or any(self.program_rows.values())
+        if self.covered and not has_rows:
+            raise ValueError("field rows: a covered topic needs rows or program_rows (or covered = false)")
+        if not self.covered and has_rows:
+            raise ValueError("field rows: a topic with covered = false has no rows")
+        if self.rows and self.program_rows:
+            raise ValueError("field rows: a topic has rows or program_rows, not both")
+        if any(not ids for ids in self.program_rows.values()):
+            raise ValueError("field program_rows: every program listed needs at least one row")
+        return self
+
+    @property
+    def intent_name(self) -> str:
+        """The intent a question on this topic is recorded with."""
+        return self.intent or f"{self.name}_question"
+
+    @property
+    def program_tied(self) -> bool:
+        return bool(self.program_rows)
+
+    def rows_for(self, program: str) -> tuple[str, ...]:
+        """The rows that answer this topic for `program` (any program for a general topic)."""
+        return self.program_rows.get(program, ()) if self.program_tied else self.rows
+
+    def all_rows(self) -> tuple[tuple[str, str], ...]:
+        """Every (field, row id) the topic names, for checking them against the handbook."""
+        named = [("rows", passage_id) for passage_id in self.rows]
+        for program, ids in self.program_rows.items():
+            named += [(f"program_rows.{program}", passage_id) for passage_id in ids]
+        return tuple(named)
 
 
 class ScreenRule(_Strict):
@@ -126,6 +182,7 @@ class UnderstandingRules(_Strict):
     injection_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     staff_only_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     intents: tuple[IntentRule, ...] = Field(min_length=1)
+    questions: QuestionRules
     slot_rules: tuple[SlotRule, ...]
     negation: NegationRules
     corrections: CorrectionRules
@@ -189,6 +246,18 @@ class StaffDesk(_Strict):
 class DomainInfo(_Strict):
     name: NonEmptyText
     program_slot: Identifier
+    # One sentence under the desk's name on the resident's chat page.
+    intro: NonEmptyText | None = None
+
+
+def located(table: str, index: int | None = None, field: str | None = None) -> str:
+    """Where in a pack file a problem is: `table topics, entry 3, field rows` (entries count from 1)."""
+    parts = [f"table {table}"]
+    if index is not None:
+        parts.append(f"entry {index + 1}")
+    if field is not None:
+        parts.append(f"field {field}")
+    return ", ".join(parts)
 
 
 class DomainSpec(_Strict):
@@ -198,6 +267,7 @@ class DomainSpec(_Strict):
     frame: Frame
     programs: tuple[Program, ...] = Field(min_length=1)
     understanding: UnderstandingRules
+    topics: tuple[Topic, ...] = Field(min_length=1)
     actions: dict[Action, ActionSpec]
     fact_rows: tuple[FactRows, ...]
     prompts: Prompts
@@ -208,30 +278,52 @@ class DomainSpec(_Strict):
     def _consistent(self) -> DomainSpec:
         slot_names = set(self.frame.slot_names)
         if self.domain.program_slot not in slot_names:
-            raise ValueError(f"program_slot {self.domain.program_slot!r} is not a frame slot")
+            raise ValueError(f"{located('domain', field='program_slot')}: names no slot of the frame")
         program_values = set(self.frame.slot(self.domain.program_slot).values) - {UNKNOWN}
         program_ids = {program.id for program in self.programs}
         if program_values != program_ids:
-            raise ValueError("programs must describe exactly the program slot's known values")
+            raise ValueError(f"{located('programs', field='id')}: programs must be exactly the program slot's values")
         missing_actions = set(Action) - set(self.actions)
         if missing_actions:
-            raise ValueError(f"actions table lacks {sorted(missing_actions)}")
+            raise ValueError(f"{located('actions')}: lacks {sorted(str(action) for action in missing_actions)}")
         for index, rule in enumerate(self.understanding.slot_rules):
-            where = f"understanding.slot_rules.{index}"
             if rule.slot not in slot_names:
-                raise ValueError(f"{where} sets an unknown slot: {rule.slot}={rule.value}")
+                raise ValueError(f"{located('understanding.slot_rules', index, 'slot')}: {rule.slot!r} is no slot")
             allowed = set(self.frame.slot(rule.slot).values)
-            for value in (rule.value, rule.negated_value):
+            for field, value in (("value", rule.value), ("negated_value", rule.negated_value)):
                 if value is not None and value not in allowed:
-                    raise ValueError(f"{where} sets an unknown slot or value: {rule.slot}={value}")
+                    raise ValueError(
+                        f"{located('understanding.slot_rules', index, field)}: {rule.slot} never holds {value!r}"
+                    )
         for action, spec in self.actions.items():
             for slot in spec.required_slots:
                 if slot not in slot_names:
-                    raise ValueError(f"action {action} requires unknown slot {slot!r}")
-        for rows in self.fact_rows:
+                    raise ValueError(f"{located(f'actions.{action}', field='required_slots')}: {slot!r} is no slot")
+        for index, rows in enumerate(self.fact_rows):
             if rows.program not in program_ids:
-                raise ValueError(f"fact rows name unknown program {rows.program!r}")
+                raise ValueError(f"{located('fact_rows', index, 'program')}: {rows.program!r} is no program")
+            if rows.action is Action.INFORM:
+                raise ValueError(f"{located('fact_rows', index, 'action')}: inform takes its rows from topics")
+        self._check_topics(program_ids)
         return self
+
+    def _check_topics(self, program_ids: set[str]) -> None:
+        names = [topic.name for topic in self.topics]
+        for index, topic in enumerate(self.topics):
+            if names.count(topic.name) > 1:
+                raise ValueError(f"{located('topics', index, 'name')}: {topic.name!r} is listed twice")
+            for program in topic.program_rows:
+                if program not in program_ids:
+                    raise ValueError(f"{located('topics', index, 'program_rows')}: {program!r} is no program")
+        tied = any(topic.program_tied for topic in self.topics)
+        if tied and self.frame.slot(self.domain.program_slot).request_action is None:
+            raise ValueError(
+                f"{located('frame.slots', field='request_action')}: program-tied topics need the program slot "
+                "to have a request action"
+            )
+
+    def topic(self, name: str | None) -> Topic | None:
+        return next((topic for topic in self.topics if topic.name == name), None)
 
 
 class HandbookRow(_Strict):
@@ -255,10 +347,16 @@ class DomainPack(BaseModel):
         known = {row.passage_id for row in self.handbook}
         if len(known) != len(self.handbook):
             raise ValueError("handbook passage ids must be unique")
-        for rows in self.spec.fact_rows:
-            unknown = set(rows.passage_ids) - known
+        for index, rows in enumerate(self.spec.fact_rows):
+            unknown = sorted(set(rows.passage_ids) - known)
             if unknown:
-                raise ValueError(f"fact rows for {rows.action}/{rows.program} name missing passages {sorted(unknown)}")
+                where = located("fact_rows", index, "passage_ids")
+                raise ValueError(f"{where}: names {unknown}, which the handbook lacks")
+        for index, topic in enumerate(self.spec.topics):
+            for field, passage_id in topic.all_rows():
+                if passage_id not in known:
+                    where = located("topics", index, field)
+                    raise ValueError(f"{where}: names {passage_id}, which the handbook lacks")
         return self
 
     # Shortcuts the rest of the core reads.
@@ -285,10 +383,22 @@ class DomainPack(BaseModel):
         return {row.passage_id: row for row in self.handbook}
 
     def fact_ids_for(self, action: Action, program_id: str) -> tuple[str, ...]:
+        """The rows the pack's fact_rows table gives `action` for a program (confirm's, in the seed)."""
         for rows in self.spec.fact_rows:
             if rows.action == action and rows.program == program_id:
                 return rows.passage_ids
         return ()
+
+    def topic(self, name: str | None) -> Topic | None:
+        return self.spec.topic(name)
+
+    def passage_ids_for(self, action: Action, program_id: str, topic: str | None = None) -> tuple[str, ...]:
+        """The handbook rows a reply for `action` may use: an inform reply its topic's rows for the
+        program, any other action the fact_rows table's. The prompt and the screens both read these."""
+        if action is Action.INFORM:
+            found = self.topic(topic)
+            return found.rows_for(program_id) if found else ()
+        return self.fact_ids_for(action, program_id)
 
     @cached_property
     def compiled(self) -> CompiledPatterns:
