@@ -59,10 +59,17 @@ def seed_jobs(pack: DomainPack) -> dict[str, RealizeJob]:
         "C1t2": state_job(pack, conversation_number=1, turn_id=2, action=Action.CONFIRM, **c1),
         # In the middle of the batch, so the vLLM engine must answer around a job it does not send.
         "over_budget": over_budget_job(),
-        "C1t3": state_job(pack, conversation_number=1, turn_id=3, action=Action.INFORM, **c1),
+        # "When does it meet?": the schedule topic's row for the program
+        "C1t3": state_job(pack, conversation_number=1, turn_id=3, action=Action.INFORM, topic="schedule", **c1),
         "C2t1": state_job(pack, conversation_number=2, turn_id=1, action=Action.REQUEST_PROGRAM),
         "length": state_job(
-            pack, conversation_number=3, turn_id=3, action=Action.INFORM, max_new_tokens=LENGTH_TOKENS, **c1
+            pack,
+            conversation_number=3,
+            turn_id=3,
+            action=Action.INFORM,
+            max_new_tokens=LENGTH_TOKENS,
+            topic="schedule",
+            **c1,
         ),
         "stop": state_job(pack, conversation_number=4, turn_id=1, action=Action.REQUEST_PROGRAM, max_new_tokens=24),
     }

@@ -40,6 +40,7 @@ def state_job(
     childcare_needed: str = "unknown",
     contact_channel: str = "unknown",
     max_new_tokens: int | None = None,
+    topic: str | None = None,
 ) -> RealizeJob:
     """A job built the way the turn API builds it: from the state, the action and the pack only."""
     state = DialogueState.from_slots(
@@ -53,6 +54,7 @@ def state_job(
         action=action,
         pack=pack,
         now=NOW,
+        topic=topic,
     )
     if max_new_tokens is not None:
         job = job.model_copy(update={"max_new_tokens": max_new_tokens})

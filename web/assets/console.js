@@ -301,15 +301,19 @@ function renderItem() {
   $("item-panel").replaceChildren(...(tab === "handoffs" ? handoffView(item) : reviewView(item)));
 }
 
+// The item view is drawn again after every action, so its outcome is announced only once the new view
+// is in place: a person (or a test) who acts on the announcement never types into a form about to go.
 async function act(method, path, body, done) {
   clearProblem();
+  let succeeded = false;
   try {
     await api(method, path, body);
-    say(done);
+    succeeded = true;
   } catch (error) {
     problem(error);
   }
   await reloadItem();
+  if (succeeded) say(done);
 }
 
 async function reloadItem() {
