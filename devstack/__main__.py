@@ -7,7 +7,8 @@ serve [--host H] [--port P] [--realizer NAME]  the HTTP APIs on loopback, as API
 token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API that serve accepts
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
-it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml.
+it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
+reply screens' profile); without it, SCREEN_PROFILE, else the pack's.
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dialogue.pack import DomainPack
 
 CONTROLS_FILE = "screen_controls.csv"
+SCREEN_PROFILE_ENV = "SCREEN_PROFILE"
 ENGINE_LABELS = {"qwen": "Qwen realization", "vllm": "Qwen realization (vLLM)", "smollm": "SmolLM2 realization"}
 
 
@@ -32,12 +38,21 @@ def _realizer(value: str) -> str:
 
 def _use_pack(args: argparse.Namespace) -> None:
     """Make --pack the desk of this process and of everything it starts (handlers, serve's workers)."""
-    from dialogue.pack import PACK_DIR_ENV, forget_loaded_packs, get_pack, pack_dir_for
+    from dialogue.pack import PACK_DIR_ENV, PackError, forget_loaded_packs, get_pack, pack_dir_for
 
     if getattr(args, "pack", None):
         os.environ[PACK_DIR_ENV] = str(pack_dir_for(args.pack).resolve())
         forget_loaded_packs()
-    get_pack()  # a pack with a mistake stops here, with the file, table and field named
+    if getattr(args, "screens", None):
+        os.environ[SCREEN_PROFILE_ENV] = args.screens
+    pack = get_pack()  # a pack with a mistake stops here, with the file, table and field named
+    if active_profile(pack) == "desk" and pack.spec.screens.desk is None:
+        raise PackError(f"{pack.spec.domain.name}: the desk screen profile needs [screens.desk] in its domain.toml")
+
+
+def active_profile(pack: DomainPack) -> str:
+    """The screens' profile this run uses: --screens or SCREEN_PROFILE, else the pack's."""
+    return os.environ.get(SCREEN_PROFILE_ENV) or str(pack.spec.screens.profile)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -96,13 +111,14 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _controls(args: argparse.Namespace) -> int:
     from devstack.controls import control_table, read_controls, screen_controls
+    from dialogue.actions import ScreenProfile
     from dialogue.pack import PackError, default_pack_dir, get_pack
 
     try:
         _use_pack(args)
         pack = get_pack()
         controls = read_controls(Path(args.file) if args.file else default_pack_dir() / CONTROLS_FILE, pack)
-        results = screen_controls(controls, pack)
+        results = screen_controls(controls, pack, ScreenProfile(active_profile(pack)))
     except PackError as error:
         print(f"devstack: {error}", file=sys.stderr)
         return 2
@@ -174,6 +190,11 @@ def _pack_option(parser: argparse.ArgumentParser) -> None:
         "--pack",
         metavar="DIR",
         help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
+    )
+    parser.add_argument(
+        "--screens",
+        choices=("lesson", "desk"),
+        help="the reply screens: the lesson's six, or the desk's (default: SCREEN_PROFILE, else the pack's)",
     )
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from devstack.replay import format_table
-from dialogue.actions import Action
+from dialogue.actions import LESSON_SCREENS, Action, ScreenProfile
 from dialogue.pack import UNKNOWN, DomainPack, PackError
 from dialogue.pack.loader import describe, read_csv_records
 from dialogue.screens import screen_reply
@@ -41,6 +41,8 @@ class ControlResult(BaseModel):
     personal_details: bool
     promise_words: bool
     placeholders: bool
+    # With the desk profile: the desk's own screens that fired (the lesson's columns above stay).
+    desk_screens_fired: list[str] | None = None
     screen_label: str
 
     def json_record(self) -> dict[str, Any]:
@@ -71,19 +73,23 @@ def read_controls(path: Path, pack: DomainPack) -> list[ControlReply]:
     return controls
 
 
-def screen_controls(controls: list[ControlReply], pack: DomainPack) -> list[ControlResult]:
+def screen_controls(
+    controls: list[ControlReply], pack: DomainPack, profile: ScreenProfile = ScreenProfile.LESSON
+) -> list[ControlResult]:
     results = []
     for control in controls:
         slots = dict.fromkeys(pack.frame.slot_names, UNKNOWN)
         slots.update(control.slots)
-        report = screen_reply(control.reply, control.action, slots, pack)
+        report = screen_reply(control.reply, control.action, slots, pack, profile=profile)
+        desk = [str(screen) for screen in report.fired if screen not in LESSON_SCREENS]
         results.append(
             ControlResult(
                 control_id=control.control_id,
                 reply=control.reply,
                 action=control.action,
                 slots=control.slots,
-                **report.passed,
+                **{str(screen): report.passed[screen] for screen in LESSON_SCREENS},
+                desk_screens_fired=desk if profile is ScreenProfile.DESK else None,
                 screen_label=report.label,
             )
         )
@@ -101,4 +107,8 @@ def control_table(results: Sequence[ControlResult], pack: DomainPack) -> str:
          r.program_names, r.action_slots, r.personal_details, r.promise_words and r.placeholders, r.screen_label]
         for r in results
     ]  # fmt: skip
+    if any(result.desk_screens_fired is not None for result in results):
+        headers.insert(-1, "Desk screens fired")
+        for row, result in zip(rows, results, strict=True):
+            row.insert(-1, ", ".join(result.desk_screens_fired or []) or "none")
     return format_table("Control replies with labels from deterministic automatic checks", headers, rows)

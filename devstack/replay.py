@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from devstack.stack import LocalStack
 from devstack.token_accounting import count_tokens, naive_messages, token_row
-from dialogue.actions import CONTENT_SCREENS, Action
+from dialogue.actions import CONTENT_SCREENS, Action, ScreenProfile
 from dialogue.pack import DomainPack, Frame, ScriptedTurn, get_pack
 from dialogue.realize import build_realizer_messages, passage_ids
 from dialogue.replies import fixed_reply
@@ -50,6 +50,7 @@ class ReplayedTurn(BaseModel):
     output_tokens: int | None
     ended_by_eos: bool | None
     hit_token_cap: bool | None
+    screen_profile: str
     screens_fired: list[str]
     screen_checks: dict[str, bool] | None
     fallback_used: bool
@@ -102,7 +103,10 @@ def replay_conversation(
     stack: LocalStack, turns: Sequence[ScriptedTurn], pack: DomainPack | None = None
 ) -> list[ReplayedTurn]:
     """Run one scripted conversation through the API, the realizer and the screen function."""
+    from dialogue.settings import get_settings
+
     pack = pack or get_pack()
+    profile = ScreenProfile(get_settings().screen_profile or pack.spec.screens.profile)
     created = stack.call_api("POST", "/conversations")
     if created.status != 201:
         raise ReplayError(f"creating a conversation answered {created.status}")
@@ -153,8 +157,9 @@ def replay_conversation(
                     "raw_reply": realized.text
                     if realized
                     else (None if action.uses_model else fixed_reply(action, state, pack)),
+                    "screen_profile": profile,
                     "screens_fired": fired,
-                    "screen_checks": {name: name not in fired for name in CONTENT_SCREENS} if realized else None,
+                    "screen_checks": {name: name not in fired for name in profile.screens} if realized else None,
                     "final_reply": detail.get("reply"),
                     "expected_slots": {slot: turn.expected_slots.get(slot) for slot in pack.frame.slot_names},
                     "expected_action": turn.expected_action,

@@ -26,6 +26,7 @@ from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
 from dialogue.screens import deadline_outcome, decide
+from dialogue.settings import get_settings
 
 
 class ScreenQueueRecord(SqsRecordModel):
@@ -50,7 +51,7 @@ def screen_record(record: ScreenQueueRecord) -> None:
 def screen_realized(realized: RealizedReply) -> None:
     job = realized.job
     with logger.append_context_keys(conversation_id=str(job.conversation_id), turn_id=job.turn_id):
-        outcome = decide(realized, get_pack())
+        outcome = decide(realized, get_pack(), get_settings().screen_profile)
         stored = get_store().record_screened_reply(job.conversation_id, job.turn_id, outcome, datetime.now(UTC))
         logger.info(
             "reply screened",

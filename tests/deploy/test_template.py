@@ -50,7 +50,7 @@ REQUIRED_ENV = {
         "REPLY_DEADLINE_SECONDS",
         "LOG_LEVEL",
     },
-    "ScreenReplyFunction": {"TABLE_NAME", "DOMAIN_PACK_DIR", "REPLY_RETENTION_HOURS", "LOG_LEVEL"},
+    "ScreenReplyFunction": {"TABLE_NAME", "DOMAIN_PACK_DIR", "REPLY_RETENTION_HOURS", "SCREEN_PROFILE", "LOG_LEVEL"},
     "StaffApiFunction": {
         "TABLE_NAME",
         "DOMAIN_PACK_DIR",
@@ -360,6 +360,13 @@ def test_the_desk_is_a_parameter_every_deployable_reads(template: dict[str, Any]
     env = {entry["Name"]: entry["Value"] for entry in container["Environment"]}
     assert env["DOMAIN_PACK_DIR"] == {"Fn::Sub": "/opt/realizer/data/${DomainPack}"}
     assert template["Outputs"]["DomainPack"]["Value"] == {"Ref": "DomainPack"}
+
+
+def test_the_deployed_stack_screens_with_the_desk_profile_by_default(template: dict[str, Any]) -> None:
+    parameter = template["Parameters"]["ScreenProfile"]
+    assert parameter["Default"] == "desk"
+    assert set(parameter["AllowedValues"]) == {"desk", "lesson"}
+    assert function_environment(template, "ScreenReplyFunction")["SCREEN_PROFILE"] == {"Ref": "ScreenProfile"}
 
 
 # --- checks cfn-lint cannot make inside SAM resources, and the GPU realizer's wiring ---------------

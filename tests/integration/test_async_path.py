@@ -77,9 +77,10 @@ def test_partial_batch_failure_reports_only_the_bad_record(stack: LocalStack) ->
     )
     held = turn_detail(stack, tripped_id)
     assert held["reply"] == "Should staff contact you by phone or by email?"
+    # (the seed's C1 turn 1 draft: no phone option, no question, and a promise of email: the desk profile's)
     assert (held["reply_screen"], held["screens_fired"], held["fallback_used"]) == (
         "held for human review",
-        ["action_slots"],
+        ["action_slots", "request_asks", "contact_promises"],
         True,
     )
 

@@ -58,9 +58,33 @@ def run_devstack(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def seed_rows() -> list[dict]:
-    result = run_devstack("replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--json")
+    result = run_devstack(
+        "replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--json", "--screens", "lesson"
+    )
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_the_lesson_profile_ran(seed_rows: list[dict]) -> None:
+    assert {row["screen_profile"] for row in seed_rows} == {"lesson"}
+
+
+def test_the_desk_profile_keeps_the_seeds_two_wrong_replies_from_the_resident() -> None:
+    """The lesson's own Qwen run showed a resident two replies that passed every lesson screen and were
+    still wrong: "Enrollment is open via email" (C1 turn 3) and a reply that addresses staff (C2 turn 2).
+    The desk profile holds both; the replies it shows as written are the seed's two good ones."""
+    result = run_devstack(
+        "replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--json", "--screens", "desk"
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {(row["conversation_id"], row["turn_id"]): row for row in map(json.loads, result.stdout.splitlines())}
+    assert {row["screen_profile"] for row in rows.values()} == {"desk"}
+    assert "status_claims" in rows[("C1", 3)]["screens_fired"]
+    assert {"third_person", "request_asks"} <= set(rows[("C2", 2)]["screens_fired"])
+    for key in (("C1", 3), ("C2", 2)):
+        assert (rows[key]["reply_screen"], rows[key]["fallback_used"]) == ("held for human review", True)
+    shown = [key for key, row in rows.items() if row["reply_source"] == "model" and not row["fallback_used"]]
+    assert shown == [("C1", 4), ("C2", 1)]
 
 
 def content_fired(row: dict) -> str | None:
@@ -94,7 +118,9 @@ def test_json_carries_token_and_generation_fields(seed_rows: list[dict]) -> None
 
 
 def test_printed_tables_hold_the_seeds_transcript_and_summary() -> None:
-    result = run_devstack("replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES)
+    result = run_devstack(
+        "replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--screens", "lesson"
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for title in (
@@ -118,7 +144,7 @@ def test_printed_tables_hold_the_seeds_transcript_and_summary() -> None:
 
 
 def test_controls_cli_gives_the_seeds_control_table() -> None:
-    result = run_devstack("controls", "--json")
+    result = run_devstack("controls", "--json", "--screens", "lesson")
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     labels = [(row["control_id"], row["screen_label"]) for row in rows]

@@ -1,4 +1,5 @@
-"""The reply screens and the fallback rule, on the seed's seven control replies and its generated replies."""
+"""The reply screens and the fallback rule, on the seed's seven control replies and its generated replies,
+with the lesson profile (the seed's six screens); the desk profile's are in test_desk_screens.py."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from uuid import uuid4
 
 import pytest
 
-from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, in_screen_order
+from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile, in_screen_order
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizedReply, build_realize_job
 from dialogue.screens import decide, screen_reply
 from dialogue.state import DialogueState
+
+LESSON = ScreenProfile.LESSON  # the seed's screens, exactly
 
 # The seed's control table: reply, action, program, channel, then numerals, program names, action
 # slots, personal details, promise words, label.
@@ -74,7 +77,7 @@ def test_seed_c1_turn_1_reply_trips_action_slots_and_falls_back(pack: DomainPack
         Action.REQUEST_CONTACT,
         slots("data_support", "unknown"),
     )
-    outcome = decide(reply, pack)
+    outcome = decide(reply, pack, LESSON)
     assert outcome.screens_fired == ("action_slots",)
     assert outcome.reply_screen is ReplyScreen.HELD
     assert outcome.human_review is HumanReview.PENDING
@@ -90,7 +93,7 @@ def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(pack: DomainPack) 
         ended_by_eos=False,
         hit_token_cap=True,
     )
-    outcome = decide(reply, pack)
+    outcome = decide(reply, pack, LESSON)
     assert outcome.reply_screen is ReplyScreen.NOT_FLAGGED
     assert outcome.fallback_used
     assert outcome.final_reply == "I recorded the Data Support Certificate, with contact by email."
@@ -99,7 +102,7 @@ def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(pack: DomainPack) 
 
 def test_seed_c1_turn_4_clean_reply_is_shown_as_written(pack: DomainPack) -> None:
     text = "Program confirmed: Forklift Operator Licence course. Contact channel: email."
-    outcome = decide(realized(pack, text, Action.CONFIRM, slots("forklift", "email")), pack)
+    outcome = decide(realized(pack, text, Action.CONFIRM, slots("forklift", "email")), pack, LESSON)
     assert outcome.final_reply == text
     assert not outcome.fallback_used
     assert outcome.reply_screen is ReplyScreen.NOT_FLAGGED
@@ -107,7 +110,7 @@ def test_seed_c1_turn_4_clean_reply_is_shown_as_written(pack: DomainPack) -> Non
 
 def test_numeral_not_in_the_facts_trips(pack: DomainPack) -> None:
     text = "Data Support Certificate classes meet on Mondays from 6 p.m. to 10 p.m."
-    outcome = decide(realized(pack, text, Action.INFORM, slots("data_support", "email")), pack)
+    outcome = decide(realized(pack, text, Action.INFORM, slots("data_support", "email")), pack, LESSON)
     assert outcome.screens_fired == ("numerals",)
     assert outcome.final_reply == "A staff member must examine the handbook fact before I reply."
 

@@ -72,8 +72,9 @@ class HandoffStatus(StrEnum):
 
 
 class Screen(StrEnum):
-    """Every check that can stop a generated reply: the six content screens, then the generation checks
-    and the deadline. A TURN item keeps the names of those that fired."""
+    """Every check that can stop a generated reply: the lesson's six content screens, the desk
+    profile's eight more, then the generation checks and the deadline. A TURN item keeps the names of
+    those that fired."""
 
     NUMERALS = "numerals"
     PROGRAM_NAMES = "program_names"
@@ -81,6 +82,14 @@ class Screen(StrEnum):
     PERSONAL_DETAILS = "personal_details"
     PROMISE_WORDS = "promise_words"
     PLACEHOLDERS = "placeholders"
+    STATUS_CLAIMS = "status_claims"
+    PERSONAL_QUESTIONS = "personal_questions"
+    UNKNOWN_PROGRAMS = "unknown_programs"
+    DATE_WORDS = "date_words"
+    THIRD_PERSON = "third_person"
+    REQUEST_ASKS = "request_asks"
+    BOILERPLATE = "boilerplate"
+    CONTACT_PROMISES = "contact_promises"
     OVER_BUDGET = "over_budget"
     FAILED = "failed"
     TOKEN_CAP = "token_cap"
@@ -88,7 +97,7 @@ class Screen(StrEnum):
     DEADLINE = "deadline"
 
 
-CONTENT_SCREENS = (
+LESSON_SCREENS = (
     Screen.NUMERALS,
     Screen.PROGRAM_NAMES,
     Screen.ACTION_SLOTS,
@@ -96,6 +105,34 @@ CONTENT_SCREENS = (
     Screen.PROMISE_WORDS,
     Screen.PLACEHOLDERS,
 )
+"""The seed's screens: the lesson profile runs exactly these."""
+
+DESK_SCREENS = (
+    *LESSON_SCREENS,
+    Screen.STATUS_CLAIMS,
+    Screen.PERSONAL_QUESTIONS,
+    Screen.UNKNOWN_PROGRAMS,
+    Screen.DATE_WORDS,
+    Screen.THIRD_PERSON,
+    Screen.REQUEST_ASKS,
+    Screen.BOILERPLATE,
+    Screen.CONTACT_PROMISES,
+)
+"""The desk profile: the lesson's screens and eight more, each from the pack's words."""
+
+CONTENT_SCREENS = DESK_SCREENS
+"""Every screen on a reply's wording, in either profile."""
+
+
+class ScreenProfile(StrEnum):
+    """Which content screens run: the lesson's, or the desk's (the lesson's and more)."""
+
+    LESSON = "lesson"
+    DESK = "desk"
+
+    @property
+    def screens(self) -> tuple[Screen, ...]:
+        return LESSON_SCREENS if self is ScreenProfile.LESSON else DESK_SCREENS
 
 
 def in_screen_order(names: Iterable[str]) -> tuple[Screen, ...]:

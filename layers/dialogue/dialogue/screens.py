@@ -1,7 +1,13 @@
 """Screens on generated replies, and the fixed-fallback rule.
 
-Content screens (the seed's): numerals absent from the selected facts, program names other than the
-state's, missing action slots, personal-detail requests, promise words, bracketed placeholders.
+Two profiles of content screens. The lesson's (the seed's six): numerals absent from the selected
+facts, program names other than the state's, missing action slots, personal-detail requests, promise
+words, bracketed placeholders. The desk's: those six and eight more, each a small pure function on the
+pack's words (`[screens.desk]`): status claims the desk cannot make, personal questions in other words,
+program or service names the pack does not know, day and date words absent from the selected facts,
+wording that addresses staff or a third person, a request that asks the resident nothing,
+boilerplate that does not belong at a desk, and contact promises with a time or another channel.
+Wording the selected handbook rows themselves use is the handbook's, and passes.
 Generation checks: the model hit its token cap, never emitted EOS, failed, or the prompt was over
 budget. Any of these shows the fixed fallback; only a content screen labels the reply
 "held for human review". Every generated reply's human check stays "pending".
@@ -11,11 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import CONTENT_SCREENS, Action, HumanReview, ReplyScreen, Screen
+from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
 from dialogue.pack import DomainPack
+from dialogue.pack.patterns import CompiledDeskWords
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome
 from dialogue.replies import fixed_reply
@@ -25,7 +33,7 @@ _NUMERAL = re.compile(r"\b\d+\b")
 
 
 class ScreenReport(BaseModel):
-    """Which content screens passed (True) or fired (False) on one reply."""
+    """Which content screens of a profile passed (True) or fired (False) on one reply."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -33,7 +41,7 @@ class ScreenReport(BaseModel):
 
     @property
     def fired(self) -> tuple[Screen, ...]:
-        return tuple(name for name in CONTENT_SCREENS if not self.passed[name])
+        return tuple(name for name, passed in self.passed.items() if not passed)
 
     @property
     def label(self) -> ReplyScreen:
@@ -76,29 +84,128 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
     return True
 
 
+def _beyond(pattern: re.Pattern[str], folded: str, facts: str) -> bool:
+    """Whether `pattern` finds, in the case-folded reply, wording that the (case-folded) facts do not hold."""
+    return any(match.group(0) not in facts for match in pattern.finditer(folded))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=512)
+def _fact_words(facts: str) -> frozenset[str]:
+    """The facts' words, each without a plural s ("saturdays" counts as "saturday"): a few rows, reused."""
+    return frozenset(word.removesuffix("s") for word in _WORD.findall(facts))
+
+
+# Each screen below takes the reply case-folded (`folded`) and the selected rows' text case-folded
+# (`facts`), and says whether the reply passes.
+
+
+def status_claims_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+    """No claim the desk cannot make: enrolled, registered, a confirmed or reserved seat, all set."""
+    return not _beyond(words.status_claim, folded, facts)
+
+
+def personal_questions_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+    """No request for personal details in other words: how old, date of birth, where you live."""
+    return not _beyond(words.personal_question, folded, facts)
+
+
+def unknown_programs_ok(reply: str, words: CompiledDeskWords, pack: DomainPack, facts: str) -> bool:
+    """Every program- or service-like name (in the reply as written: capitals count) is one of the pack's,
+    by a reply alias, or one the facts name."""
+    aliases = pack.compiled.program_aliases.values()
+    for match in words.program_name.finditer(reply):
+        name = match.group(0)
+        if not any(alias.search(name) for alias in aliases) and name.casefold() not in facts:
+            return False
+    return True
+
+
+def date_words_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+    """Every day, month or relative date word is one the selected facts hold ("mondays" for "monday")."""
+    allowed = None
+    for match in words.date_word.finditer(folded):
+        allowed = allowed if allowed is not None else _fact_words(facts)
+        if not all(word.removesuffix("s") in allowed for word in _WORD.findall(match.group(0))):
+            return False
+    return True
+
+
+def third_person_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+    """The reply speaks to the resident, not about "the person" or "the applicant", nor to staff."""
+    return not _beyond(words.third_person, folded, facts)
+
+
+def request_asks_ok(folded: str, action: Action, pack: DomainPack) -> bool:
+    """A request for a slot asks the resident something: it holds a question."""
+    return "?" in folded or action not in {slot.request_action for slot in pack.frame.requested_slots}
+
+
+def boilerplate_ok(folded: str, words: CompiledDeskWords) -> bool:
+    """No condolences, apologies for a loss or "as an AI": wording that does not belong at a desk."""
+    return words.boilerplate.search(folded) is None
+
+
+def contact_promises_ok(folded: str, words: CompiledDeskWords, channel: str, facts: str) -> bool:
+    """A promise to contact the resident names no time and no channel but the chosen one.
+
+    A sentence that names every channel offers the choice rather than promising one."""
+    if words.contact_promise.search(folded) is None:
+        return True
+    for sentence in _SENTENCE_END.split(folded):
+        if not words.contact_promise.search(sentence):
+            continue
+        if _beyond(words.time, sentence, facts) or not date_words_ok(sentence, words, facts):
+            return False
+        named = {value for value, pattern in words.channels.items() if pattern.search(sentence)}
+        if named and named != {channel} and named != set(words.channels):
+            return False
+    return True
+
+
 def screen_reply(
     reply: str,
     action: Action,
     slots: Mapping[str, str],
     pack: DomainPack,
     passage_ids: Sequence[str] | None = None,
+    profile: ScreenProfile = ScreenProfile.LESSON,
 ) -> ScreenReport:
-    """Run every content screen on one generated reply. `passage_ids` are the rows its prompt held (the
-    job's); without them, the rows the pack gives the action and program outside any topic."""
+    """Run every content screen of `profile` on one generated reply. `passage_ids` are the rows its
+    prompt held (the job's); without them, the rows the pack gives the action and program outside any
+    topic."""
     program = slots[pack.program_slot]
     patterns = pack.compiled
     rows = pack.passage_ids_for(action, program) if passage_ids is None else passage_ids
     facts = allowed_fact_text(rows, pack)
-    return ScreenReport(
-        passed={
-            Screen.NUMERALS: numerals_ok(reply, facts),
-            Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack, facts),
-            Screen.ACTION_SLOTS: action_slots_ok(reply, action, slots, pack),
-            Screen.PERSONAL_DETAILS: patterns.personal_detail.search(reply) is None,
-            Screen.PROMISE_WORDS: patterns.promise.search(reply) is None,
-            Screen.PLACEHOLDERS: patterns.placeholder.search(reply) is None,
+    passed = {
+        Screen.NUMERALS: numerals_ok(reply, facts),
+        Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack, facts),
+        Screen.ACTION_SLOTS: action_slots_ok(reply, action, slots, pack),
+        Screen.PERSONAL_DETAILS: patterns.personal_detail.search(reply) is None,
+        Screen.PROMISE_WORDS: patterns.promise.search(reply) is None,
+        Screen.PLACEHOLDERS: patterns.placeholder.search(reply) is None,
+    }
+    if profile is ScreenProfile.DESK:
+        words, spec = patterns.desk, pack.spec.screens.desk
+        if words is None or spec is None:
+            raise ValueError("this pack has no [screens.desk] words, so only the lesson profile can run")
+        folded, folded_facts = reply.casefold(), facts.casefold()
+        channel = slots.get(spec.contact_slot, "")
+        passed |= {
+            Screen.STATUS_CLAIMS: status_claims_ok(folded, words, folded_facts),
+            Screen.PERSONAL_QUESTIONS: personal_questions_ok(folded, words, folded_facts),
+            Screen.UNKNOWN_PROGRAMS: unknown_programs_ok(reply, words, pack, folded_facts),
+            Screen.DATE_WORDS: date_words_ok(folded, words, folded_facts),
+            Screen.THIRD_PERSON: third_person_ok(folded, words, folded_facts),
+            Screen.REQUEST_ASKS: request_asks_ok(folded, action, pack),
+            Screen.BOILERPLATE: boilerplate_ok(folded, words),
+            Screen.CONTACT_PROMISES: contact_promises_ok(folded, words, channel, folded_facts),
         }
-    )
+    return ScreenReport(passed=passed)
 
 
 def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
@@ -112,10 +219,12 @@ def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
     return tuple(screen for screen, fired in checks if fired)
 
 
-def decide(realized: RealizedReply, pack: DomainPack) -> ScreenOutcome:
-    """Screen a realized reply and choose what the user sees: the reply, or the fixed fallback."""
+def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | None = None) -> ScreenOutcome:
+    """Screen a realized reply with `profile` (default: the pack's) and choose what the user sees: the
+    reply, or the fixed fallback."""
     job = realized.job
-    report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids)
+    profile = profile or pack.spec.screens.profile
+    report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids, profile)
     stops = generation_problems(realized)
     fallback = bool(report.fired or stops)
     state = DialogueState.from_slots(pack.frame, job.slots)

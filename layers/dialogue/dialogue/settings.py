@@ -12,6 +12,8 @@ from typing import Annotated
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dialogue.actions import ScreenProfile
+
 MAX_REPLY_DEADLINE_SECONDS = 900
 """SQS delays a message 900 s at most, and a turn's deadline message is delayed by the deadline."""
 
@@ -27,6 +29,8 @@ class Settings(BaseSettings):
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=MAX_REPLY_DEADLINE_SECONDS)] = 60
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
+    # The reply screens' profile (SCREEN_PROFILE: lesson or desk); unset, the pack's.
+    screen_profile: ScreenProfile | None = None
     # The staff desk.
     staff_group: Annotated[str, Field(min_length=1, max_length=128)] = "desk-staff"
     claim_seconds: Annotated[int, Field(ge=30, le=3600)] = 600

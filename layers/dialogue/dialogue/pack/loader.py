@@ -43,7 +43,10 @@ def describe(error: ValidationError) -> str:
     """Where the first problem is (table, entry, field) and what it is, with how many more there are."""
     first = error.errors()[0]
     message = str(first["msg"]).removeprefix("Value error, ")
-    where = _where(tuple(first["loc"]))
+    loc = tuple(first["loc"])
+    # A model's own check names its field in its message: its location is then the table itself.
+    own_field = message.startswith("field ") and not any(isinstance(part, int) for part in loc)
+    where = located(".".join(map(str, loc))) if own_field and loc else _where(loc)
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
     if not where:
         return f"{message}{more}"

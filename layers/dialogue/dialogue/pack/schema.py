@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from dialogue.actions import Action
+from dialogue.actions import Action, ScreenProfile
 from dialogue.pack.patterns import CompiledPatterns, NonEmptyText, PatternText, UnderstandingPatternText
 
 UNKNOWN = "unknown"
@@ -223,10 +223,42 @@ class Prompts(_Strict):
     naive_system: NonEmptyText
 
 
+class DeskScreenWords(_Strict):
+    """The desk profile's words: what each of its screens looks for in a generated reply.
+
+    A match that the rows the reply's prompt held also contain is the handbook's wording and passes
+    (date words, third-person words, status words a row uses)."""
+
+    status_claim_pattern: PatternText
+    personal_question_pattern: PatternText
+    # Candidate names of programs or services ("Welding Certificate"); a candidate that no program's
+    # reply alias matches is unknown. Use (?-i:...) for the capital letters.
+    program_name_pattern: PatternText
+    date_word_pattern: PatternText
+    third_person_pattern: PatternText
+    boilerplate_pattern: PatternText
+    # A promise to contact the resident; its sentence must name no other channel than the chosen one
+    # (channel_patterns, per value of contact_slot) and no time (date_word_pattern, time_pattern).
+    contact_promise_pattern: PatternText
+    time_pattern: PatternText
+    contact_slot: Identifier
+    channel_patterns: dict[Identifier, PatternText] = Field(min_length=1)
+
+
 class ScreenPatterns(_Strict):
     personal_detail_pattern: PatternText
     promise_pattern: PatternText
     placeholder_pattern: PatternText
+    # The profile a run uses unless told otherwise (--screens, SCREEN_PROFILE): the lesson's six
+    # screens, or the desk's (the lesson's and eight more, from [screens.desk]).
+    profile: ScreenProfile = ScreenProfile.LESSON
+    desk: DeskScreenWords | None = None
+
+    @model_validator(mode="after")
+    def _desk_words_for_the_desk_profile(self) -> ScreenPatterns:
+        if self.profile is ScreenProfile.DESK and self.desk is None:
+            raise ValueError("field desk: the desk profile needs its words in [screens.desk]")
+        return self
 
 
 class StaffDesk(_Strict):
@@ -304,6 +336,16 @@ class DomainSpec(_Strict):
                 raise ValueError(f"{located('fact_rows', index, 'program')}: {rows.program!r} is no program")
             if rows.action is Action.INFORM:
                 raise ValueError(f"{located('fact_rows', index, 'action')}: inform takes its rows from topics")
+        if self.screens.desk is not None:
+            desk = self.screens.desk
+            if desk.contact_slot not in slot_names:
+                raise ValueError(f"{located('screens.desk', field='contact_slot')}: {desk.contact_slot!r} is no slot")
+            values = set(self.frame.slot(desk.contact_slot).values) - {UNKNOWN}
+            if set(desk.channel_patterns) != values:
+                raise ValueError(
+                    f"{located('screens.desk', field='channel_patterns')}: must name exactly the values of "
+                    f"{desk.contact_slot}"
+                )
         self._check_topics(program_ids)
         return self
 

@@ -1,0 +1,149 @@
+"""The desk profile's eight screens, each on a draft that should fire it and one that should not."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dialogue.actions import DESK_SCREENS, LESSON_SCREENS, Action, Screen, ScreenProfile
+from dialogue.pack import DomainPack, PackError, load_pack
+from dialogue.screens import screen_reply
+
+DESK = ScreenProfile.DESK
+
+
+def slots(program: str = "forklift", channel: str = "email") -> dict[str, str]:
+    return {"program": program, "childcare_needed": "unknown", "contact_channel": channel}
+
+
+def fired(pack: DomainPack, text: str, action: Action, state: dict[str, str], topic: str | None = None) -> set[str]:
+    rows = pack.passage_ids_for(action, state["program"], topic)
+    return {str(screen) for screen in screen_reply(text, action, state, pack, rows, DESK).fired}
+
+
+CONFIRM_OK = "I recorded the Forklift Operator Licence, with contact by email."
+
+CASES = [
+    # (screen, a draft that fires it, action, state, topic)
+    ("status_claims", "You are now enrolled in the Forklift Operator Licence course, with contact by email.",
+     Action.CONFIRM, slots(), None),
+    ("status_claims", "Forklift Operator Licence course sessions run on Saturdays. Enrollment is open via email.",
+     Action.INFORM, slots(), "schedule"),
+    ("personal_questions", "Should staff contact you by phone or by email? Please also tell us how old you are.",
+     Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+    ("unknown_programs", "I recorded the Forklift Operator Licence and the Welding Certificate, with contact by email.",
+     Action.CONFIRM, slots(), None),
+    ("date_words", "I recorded the Forklift Operator Licence, with contact by email. Classes start next week.",
+     Action.CONFIRM, slots(), None),
+    ("third_person", "Should the applicant be contacted by phone or by email?",
+     Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+    ("request_asks", "Staff can contact you by phone or by email.",
+     Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+    ("boilerplate", "As an AI, I recorded the Forklift Operator Licence, with contact by email.",
+     Action.CONFIRM, slots(), None),
+    ("contact_promises", "I recorded the Forklift Operator Licence, with contact by email. Staff will call you.",
+     Action.CONFIRM, slots(), None),
+    ("contact_promises", "I recorded the Forklift Operator Licence, with contact by email. Staff will email you soon.",
+     Action.CONFIRM, slots(), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("screen", "text", "action", "state", "topic"), CASES)
+def test_each_desk_screen_fires_on_its_kind_of_draft(
+    pack: DomainPack, screen: str, text: str, action: Action, state: dict[str, str], topic: str | None
+) -> None:
+    assert screen in fired(pack, text, action, state, topic)
+    # and none of the lesson's six sees it
+    rows = pack.passage_ids_for(action, state["program"], topic)
+    assert not screen_reply(text, action, state, pack, rows, ScreenProfile.LESSON).fired
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "state", "topic"),
+    [
+        (CONFIRM_OK, Action.CONFIRM, slots(), None),
+        ("Should staff contact you by phone or by email?", Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+        (
+            "Which program would you like: the Data Support Certificate or the Forklift Operator Licence course?",
+            Action.REQUEST_PROGRAM,
+            slots(program="unknown", channel="unknown"),
+            None,
+        ),
+        # The rows' own words pass: the weekday, "the applicant", "a seat is held"
+        (
+            "Forklift Operator Licence course sessions run on Saturdays from 8 a.m. to 4 p.m. for 3 weeks, outdoors.",
+            Action.INFORM,
+            slots(),
+            "schedule",
+        ),
+        (
+            "A seat is held only after a staff member checks eligibility documents. Staff contact each applicant by "
+            "the channel the applicant chose.",
+            Action.INFORM,
+            slots(),
+            "enrollment_process",
+        ),
+        (
+            "I recorded the Forklift Operator Licence, with contact by email. Staff will email you.",
+            Action.CONFIRM,
+            slots(),
+            None,
+        ),
+        (
+            "Staff will contact you by phone or by email, whichever you choose. Which do you prefer?",
+            Action.REQUEST_CONTACT,
+            slots(channel="unknown"),
+            None,
+        ),
+    ],
+)
+def test_good_drafts_pass_every_desk_screen(
+    pack: DomainPack, text: str, action: Action, state: dict[str, str], topic: str | None
+) -> None:
+    assert fired(pack, text, action, state, topic) == set()
+
+
+def test_the_profiles_run_the_screens_they_name(pack: DomainPack) -> None:
+    lesson = screen_reply(CONFIRM_OK, Action.CONFIRM, slots(), pack, profile=ScreenProfile.LESSON)
+    desk = screen_reply(CONFIRM_OK, Action.CONFIRM, slots(), pack, profile=DESK)
+    assert tuple(lesson.passed) == LESSON_SCREENS
+    assert tuple(desk.passed) == DESK_SCREENS
+    assert set(DESK_SCREENS) - set(LESSON_SCREENS) == {
+        Screen.STATUS_CLAIMS, Screen.PERSONAL_QUESTIONS, Screen.UNKNOWN_PROGRAMS, Screen.DATE_WORDS,
+        Screen.THIRD_PERSON, Screen.REQUEST_ASKS, Screen.BOILERPLATE, Screen.CONTACT_PROMISES,
+    }  # fmt: skip
+    assert pack.spec.screens.profile is DESK, "the pack's default is the desk profile"
+
+
+@pytest.fixture
+def pack_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "pack"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "riverton", target)
+    return target
+
+
+def test_the_desk_profile_without_its_words_names_the_table(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    text = domain.read_text()
+    start = text.index("[screens.desk]")
+    end = text.index("# ----", start)
+    domain.write_text(text[:start] + text[end:])
+    with pytest.raises(PackError, match=r"domain\.toml, table screens, field desk: the desk profile needs"):
+        load_pack(pack_copy)
+
+
+def test_channel_words_must_name_the_contact_slots_values(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    domain.write_text(domain.read_text().replace("\nemail = '\\b(?:e-?mail", "\npigeon = '\\b(?:e-?mail", 1))
+    with pytest.raises(PackError, match=r"table screens\.desk, field channel_patterns: must name exactly"):
+        load_pack(pack_copy)
+
+
+def test_a_pack_without_desk_words_runs_the_lesson_profile_only() -> None:
+    library = load_pack(Path(__file__).resolve().parents[2] / "data" / "harbourview_library")
+    state = dict.fromkeys(library.frame.slot_names, "unknown")
+    assert library.spec.screens.profile is ScreenProfile.LESSON
+    with pytest.raises(ValueError, match="only the lesson profile"):
+        screen_reply("Hello?", Action.REQUEST_PROGRAM, state, library, profile=DESK)
