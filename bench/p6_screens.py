@@ -3,11 +3,15 @@
 The process is pinned to one CPU. The replies: the seed's eight Qwen drafts, the seed's seven screen
 controls, the template wording of every generated action, and drafts written to trip each screen,
 each wrapped as the realizer sends it (a RealizedReply around a RealizeJob built from the state).
-Three levels, each over the whole set in a loop:
+Each level, over the whole set in a loop, for the desk profile (the figure: the default of serve and
+the stack) and the lesson profile:
 
-- `screen_reply`: the six content screens;
+- `screen_reply`: the profile's content screens (desk: fourteen, lesson: six);
 - `decide`: the content screens, the generation checks and the fallback choice (the figure);
 - parse + `decide`: the SQS body parsed into a RealizedReply first, as the screen Lambda does.
+
+The desk's word screens skip their scan when the reply's words leave the pattern's word gate shut
+(dialogue/pack/word_gate.py); the notes say how many of the set's replies open each gate.
 """
 
 from __future__ import annotations
@@ -159,7 +163,15 @@ def main() -> int:
         ["level", "replies per second (one core)", "µs per reply", f"≥ {GOAL:,}"],
         [[name, f"{rate:,.0f}", f"{1e6 / rate:.1f}", "yes" if rate >= GOAL else "no"] for name, rate in rates.items()],
     )
+    gates = pack.compiled.gates
+    opened = [gates.opened(reply.text.casefold(), ascii_text=reply.text.isascii()) for reply in batch]
+    desk_words = pack.compiled.desk
+    gate_counts = ", ".join(
+        f"{name} {sum(1 for mask in opened if mask & getattr(desk_words, name).bit)}"
+        for name in ("status_claim", "personal_question", "program_name", "date_word", "third_person", "boilerplate")
+    )
     notes = (
+        f"Word gates opened (replies of {count} whose words let the pattern scan): {gate_counts}.\n\n"
         f"{count} replies ({fired} of them fall back), pinned to CPU {cpu}, {ROUNDS} interleaved rounds of "
         f"{PASSES} passes; the fastest round of each level (the median: "
         + ", ".join(f"{count / median(values):,.0f}/s" for values in per_round.values())

@@ -18,30 +18,37 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
 from dialogue.pack import DomainPack
 from dialogue.pack.patterns import CompiledDeskWords
+from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
 _NUMERAL = re.compile(r"\b\d+\b")
+_DIGIT = re.compile(r"\d")
 
 
-class ScreenReport(BaseModel):
+class ScreenReport(NamedTuple):
     """Which content screens of a profile passed (True) or fired (False) on one reply."""
 
-    model_config = ConfigDict(frozen=True)
+    screens: tuple[Screen, ...]
+    results: tuple[bool, ...]
+    fired: tuple[Screen, ...]
 
-    passed: dict[Screen, bool]
+    @classmethod
+    def of(cls, screens: tuple[Screen, ...], results: Sequence[bool]) -> ScreenReport:
+        if len(screens) != len(results):
+            raise ValueError("one result per screen")
+        return cls(screens, tuple(results), tuple(name for name, ok in zip(screens, results, strict=True) if not ok))
 
     @property
-    def fired(self) -> tuple[Screen, ...]:
-        return tuple(name for name, passed in self.passed.items() if not passed)
+    def passed(self) -> dict[Screen, bool]:
+        return dict(zip(self.screens, self.results, strict=True))
 
     @property
     def label(self) -> ReplyScreen:
@@ -53,9 +60,17 @@ def allowed_fact_text(passage_ids: Sequence[str], pack: DomainPack) -> str:
     return " ".join(pack.passages[passage_id].text for passage_id in passage_ids if passage_id in pack.passages)
 
 
+@lru_cache(maxsize=512)
+def _numerals(text: str) -> frozenset[str]:
+    """The numerals of the selected rows' text: a few rows, reused by every reply they prompt."""
+    return frozenset(_NUMERAL.findall(text))
+
+
 def numerals_ok(reply: str, allowed_text: str) -> bool:
-    allowed = set(_NUMERAL.findall(allowed_text))
-    return all(number in allowed for number in _NUMERAL.findall(reply))
+    if _DIGIT.search(reply) is None:  # found at once, where the numeral pattern tries every word
+        return True
+    numbers = _NUMERAL.findall(reply)
+    return not numbers or _numerals(allowed_text).issuperset(numbers)
 
 
 def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack, allowed_text: str = "") -> bool:
@@ -84,9 +99,25 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
     return True
 
 
-def _beyond(pattern: re.Pattern[str], folded: str, facts: str) -> bool:
+class Folded(NamedTuple):
+    """A reply (or one of its sentences) case-folded, with the gates its words open (None: every
+    pattern scans; see `dialogue.pack.word_gate`)."""
+
+    text: str
+    opened: int | None = None
+
+    @classmethod
+    def of(cls, reply: str, pack: DomainPack) -> Folded:
+        folded = reply.casefold()
+        return cls(folded, pack.compiled.gates.opened(folded, ascii_text=reply.isascii()))
+
+
+def _beyond(pattern: GatedPattern, folded: Folded, facts: str) -> bool:
     """Whether `pattern` finds, in the case-folded reply, wording that the (case-folded) facts do not hold."""
-    return any(match.group(0) not in facts for match in pattern.finditer(folded))
+    for match in pattern.finditer(folded.text, folded.opened):  # noqa: SIM110 - no generator on the fast path
+        if match.group(0) not in facts:
+            return True
+    return False
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -103,64 +134,66 @@ def _fact_words(facts: str) -> frozenset[str]:
 # (`facts`), and says whether the reply passes.
 
 
-def status_claims_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+def status_claims_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
     """No claim the desk cannot make: enrolled, registered, a confirmed or reserved seat, all set."""
     return not _beyond(words.status_claim, folded, facts)
 
 
-def personal_questions_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+def personal_questions_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
     """No request for personal details in other words: how old, date of birth, where you live."""
     return not _beyond(words.personal_question, folded, facts)
 
 
-def unknown_programs_ok(reply: str, words: CompiledDeskWords, pack: DomainPack, facts: str) -> bool:
+def unknown_programs_ok(reply: str, words: CompiledDeskWords, pack: DomainPack, facts: str, opened: int | None) -> bool:
     """Every program- or service-like name (in the reply as written: capitals count) is one of the pack's,
     by a reply alias, or one the facts name."""
-    aliases = pack.compiled.program_aliases.values()
-    for match in words.program_name.finditer(reply):
+    joined, aliases = pack.compiled.any_program_alias, pack.compiled.program_aliases.values()
+    for match in words.program_name.finditer(reply, opened):
         name = match.group(0)
-        if not any(alias.search(name) for alias in aliases) and name.casefold() not in facts:
+        known = joined.search(name) if joined is not None else any(alias.search(name) for alias in aliases)
+        if not known and name.casefold() not in facts:
             return False
     return True
 
 
-def date_words_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+def date_words_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
     """Every day, month or relative date word is one the selected facts hold ("mondays" for "monday")."""
     allowed = None
-    for match in words.date_word.finditer(folded):
+    for match in words.date_word.finditer(folded.text, folded.opened):
         allowed = allowed if allowed is not None else _fact_words(facts)
         if not all(word.removesuffix("s") in allowed for word in _WORD.findall(match.group(0))):
             return False
     return True
 
 
-def third_person_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
+def third_person_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
     """The reply speaks to the resident, not about "the person" or "the applicant", nor to staff."""
     return not _beyond(words.third_person, folded, facts)
 
 
-def request_asks_ok(folded: str, action: Action, pack: DomainPack) -> bool:
+def request_asks_ok(folded: Folded, action: Action, pack: DomainPack) -> bool:
     """A request for a slot asks the resident something: it holds a question."""
-    return "?" in folded or action not in {slot.request_action for slot in pack.frame.requested_slots}
+    return "?" in folded.text or action not in _request_actions(pack)
 
 
-def boilerplate_ok(folded: str, words: CompiledDeskWords) -> bool:
+def boilerplate_ok(folded: Folded, words: CompiledDeskWords) -> bool:
     """No condolences, apologies for a loss or "as an AI": wording that does not belong at a desk."""
-    return words.boilerplate.search(folded) is None
+    return words.boilerplate.search(folded.text, folded.opened) is None
 
 
-def contact_promises_ok(folded: str, words: CompiledDeskWords, channel: str, facts: str) -> bool:
+def contact_promises_ok(folded: Folded, words: CompiledDeskWords, channel: str, facts: str) -> bool:
     """A promise to contact the resident names no time and no channel but the chosen one.
 
     A sentence that names every channel offers the choice rather than promising one."""
-    if words.contact_promise.search(folded) is None:
+    if words.contact_promise.search(folded.text, folded.opened) is None:
         return True
-    for sentence in _SENTENCE_END.split(folded):
-        if not words.contact_promise.search(sentence):
+    for text in _SENTENCE_END.split(folded.text):
+        sentence = Folded(text)
+        if not words.contact_promise.search(sentence.text):
             continue
         if _beyond(words.time, sentence, facts) or not date_words_ok(sentence, words, facts):
             return False
-        named = {value for value, pattern in words.channels.items() if pattern.search(sentence)}
+        named = {value for value, pattern in words.channels.items() if pattern.search(sentence.text)}
         if named and named != {channel} and named != set(words.channels):
             return False
     return True
@@ -180,36 +213,40 @@ def screen_reply(
     program = slots[pack.program_slot]
     patterns = pack.compiled
     rows = pack.passage_ids_for(action, program) if passage_ids is None else passage_ids
-    facts = allowed_fact_text(rows, pack)
-    passed = {
-        Screen.NUMERALS: numerals_ok(reply, facts),
-        Screen.PROGRAM_NAMES: program_names_ok(reply, action, program, pack, facts),
-        Screen.ACTION_SLOTS: action_slots_ok(reply, action, slots, pack),
-        Screen.PERSONAL_DETAILS: patterns.personal_detail.search(reply) is None,
-        Screen.PROMISE_WORDS: patterns.promise.search(reply) is None,
-        Screen.PLACEHOLDERS: patterns.placeholder.search(reply) is None,
-    }
-    if profile is ScreenProfile.DESK:
+    facts, folded_facts = _facts(pack, tuple(rows))
+    desk = profile is ScreenProfile.DESK
+    # The desk's screens read the reply's words, which also let the lesson's word screens skip a scan.
+    folded = Folded.of(reply, pack) if desk else Folded(reply)
+    results = [
+        numerals_ok(reply, facts),
+        program_names_ok(reply, action, program, pack, facts),
+        action_slots_ok(reply, action, slots, pack),
+        patterns.personal_detail.search(reply, folded.opened) is None,
+        patterns.promise.search(reply, folded.opened) is None,
+        patterns.placeholder.search(reply) is None,
+    ]
+    if desk:
         words, spec = patterns.desk, pack.spec.screens.desk
         if words is None or spec is None:
             raise ValueError("this pack has no [screens.desk] words, so only the lesson profile can run")
-        folded, folded_facts = reply.casefold(), facts.casefold()
         channel = slots.get(spec.contact_slot, "")
-        passed |= {
-            Screen.STATUS_CLAIMS: status_claims_ok(folded, words, folded_facts),
-            Screen.PERSONAL_QUESTIONS: personal_questions_ok(folded, words, folded_facts),
-            Screen.UNKNOWN_PROGRAMS: unknown_programs_ok(reply, words, pack, folded_facts),
-            Screen.DATE_WORDS: date_words_ok(folded, words, folded_facts),
-            Screen.THIRD_PERSON: third_person_ok(folded, words, folded_facts),
-            Screen.REQUEST_ASKS: request_asks_ok(folded, action, pack),
-            Screen.BOILERPLATE: boilerplate_ok(folded, words),
-            Screen.CONTACT_PROMISES: contact_promises_ok(folded, words, channel, folded_facts),
-        }
-    return ScreenReport(passed=passed)
+        results += (
+            status_claims_ok(folded, words, folded_facts),
+            personal_questions_ok(folded, words, folded_facts),
+            unknown_programs_ok(reply, words, pack, folded_facts, folded.opened),
+            date_words_ok(folded, words, folded_facts),
+            third_person_ok(folded, words, folded_facts),
+            request_asks_ok(folded, action, pack),
+            boilerplate_ok(folded, words),
+            contact_promises_ok(folded, words, channel, folded_facts),
+        )
+    return ScreenReport.of(profile.screens, results)
 
 
 def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
     """Why the model's output cannot be shown whatever its wording."""
+    if not (realized.over_budget or realized.failed or realized.hit_token_cap) and realized.ended_by_eos:
+        return ()
     checks = (
         (Screen.OVER_BUDGET, realized.over_budget),
         (Screen.FAILED, realized.failed),
@@ -225,15 +262,14 @@ def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | N
     job = realized.job
     profile = profile or pack.spec.screens.profile
     report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids, profile)
-    stops = generation_problems(realized)
-    fallback = bool(report.fired or stops)
-    state = DialogueState.from_slots(pack.frame, job.slots)
+    fired = report.fired + generation_problems(realized)
+    final_reply = _fallback(pack, job.action, tuple(job.slots.items())) if fired else realized.text
     return ScreenOutcome(
-        screens_fired=report.fired + stops,
-        fallback_used=fallback,
+        screens_fired=fired,
+        fallback_used=bool(fired),
         reply_screen=report.label,
         human_review=HumanReview.PENDING,
-        final_reply=fixed_reply(job.action, state, pack) if fallback else realized.text,
+        final_reply=final_reply,
         draft=Draft(
             text=realized.text,
             output_tokens=realized.output_tokens,
@@ -242,6 +278,51 @@ def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | N
             passage_ids=job.fact_ids,
         ),
     )
+
+
+class _Same:
+    """A pack as a cache key by identity: hashing a pack's fields would cost more than the reply."""
+
+    __slots__ = ("pack",)
+
+    def __init__(self, pack: DomainPack) -> None:
+        self.pack = pack
+
+    def __hash__(self) -> int:
+        return id(self.pack)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.pack is self.pack
+
+
+def _request_actions(pack: DomainPack) -> frozenset[Action]:
+    return _cached_request_actions(_Same(pack))
+
+
+@lru_cache(maxsize=64)
+def _cached_request_actions(key: _Same) -> frozenset[Action]:
+    return frozenset(slot.request_action for slot in key.pack.frame.requested_slots if slot.request_action)
+
+
+def _facts(pack: DomainPack, rows: tuple[str, ...]) -> tuple[str, str]:
+    """The selected rows' text, as written and case-folded: a few rows, shared by many replies."""
+    return _cached_facts(_Same(pack), rows)
+
+
+@lru_cache(maxsize=512)
+def _cached_facts(key: _Same, rows: tuple[str, ...]) -> tuple[str, str]:
+    facts = allowed_fact_text(rows, key.pack)
+    return facts, facts.casefold()
+
+
+def _fallback(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
+    """The fixed text for `action` in the job's state (checked against the frame), the same each time."""
+    return _cached_fallback(_Same(pack), action, slots)
+
+
+@lru_cache(maxsize=1024)
+def _cached_fallback(key: _Same, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
+    return fixed_reply(action, DialogueState.from_slots(key.pack.frame, dict(slots)), key.pack)
 
 
 def deadline_outcome(deadline: ReplyDeadline, pack: DomainPack) -> ScreenOutcome:

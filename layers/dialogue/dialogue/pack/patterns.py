@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
+from dialogue.pack.word_gate import GatedPattern, GateIndex
+
 if TYPE_CHECKING:
     from dialogue.actions import Action
     from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule, Topic
@@ -46,6 +48,12 @@ def compile_understanding(pattern: str) -> re.Pattern[str]:
     return compile_pattern(pattern)
 
 
+def gated_reply_pattern(pattern: str, gates: GateIndex) -> GatedPattern:
+    """A reply screen's pattern for the reply as written (IGNORECASE), with its word gate for ASCII
+    replies."""
+    return gates.add(compile_pattern(pattern), folded_text=False)
+
+
 # Texts on which an understanding pattern must not match zero characters: one that can would fire on
 # every turn (or mark every position a negation cue), which is never what its author meant.
 _EMPTY_MATCH_PROBES = ("", "x", "x y, z. ")
@@ -75,17 +83,18 @@ UnderstandingPatternText = Annotated[NonEmptyText, AfterValidator(_valid_underst
 @dataclass(frozen=True)
 class CompiledDeskWords:
     """The desk profile's screen patterns, compiled once. All but `program_name` (which needs the
-    reply's capitals) run on the case-folded reply, compiled as understanding patterns are: without
-    IGNORECASE when written in lower case, about twice as fast."""
+    reply's capitals) run on the case-folded reply, compiled as understanding patterns are (without
+    IGNORECASE when written in lower case, about twice as fast) and each with its word gate, which
+    skips the scan when the reply holds no words a match could begin with."""
 
-    status_claim: re.Pattern[str]
-    personal_question: re.Pattern[str]
-    program_name: re.Pattern[str]
-    date_word: re.Pattern[str]
-    third_person: re.Pattern[str]
-    boilerplate: re.Pattern[str]
-    contact_promise: re.Pattern[str]
-    time: re.Pattern[str]
+    status_claim: GatedPattern
+    personal_question: GatedPattern
+    program_name: GatedPattern
+    date_word: GatedPattern
+    third_person: GatedPattern
+    boilerplate: GatedPattern
+    contact_promise: GatedPattern
+    time: GatedPattern
     channels: Mapping[str, re.Pattern[str]]
 
 
@@ -104,16 +113,19 @@ class CompiledPatterns:
     scope_break: re.Pattern[str]
     correction_marker: re.Pattern[str]
     program_aliases: Mapping[str, re.Pattern[str]]
+    any_program_alias: re.Pattern[str] | None
     required: Mapping[Action, tuple[re.Pattern[str], ...]]
-    personal_detail: re.Pattern[str]
-    promise: re.Pattern[str]
+    personal_detail: GatedPattern
+    promise: GatedPattern
     placeholder: re.Pattern[str]
     desk: CompiledDeskWords | None
+    gates: GateIndex
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
         rules = spec.understanding
         understanding = compile_understanding
+        gates = GateIndex()
         return cls(
             injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
@@ -126,30 +138,44 @@ class CompiledPatterns:
             scope_break=understanding(rules.negation.scope_break_pattern),
             correction_marker=understanding(rules.corrections.marker_pattern),
             program_aliases={program.id: compile_pattern(program.reply_alias_pattern) for program in spec.programs},
+            any_program_alias=_any_of([program.reply_alias_pattern for program in spec.programs]),
             required={
                 action: tuple(compile_pattern(pattern) for pattern in action_spec.required_patterns)
                 for action, action_spec in spec.actions.items()
             },
-            personal_detail=compile_pattern(spec.screens.personal_detail_pattern),
-            promise=compile_pattern(spec.screens.promise_pattern),
+            personal_detail=gated_reply_pattern(spec.screens.personal_detail_pattern, gates),
+            promise=gated_reply_pattern(spec.screens.promise_pattern, gates),
             placeholder=compile_pattern(spec.screens.placeholder_pattern),
-            desk=_desk_words(spec),
+            desk=_desk_words(spec, gates),
+            gates=gates,
         )
 
 
-def _desk_words(spec: DomainSpec) -> CompiledDeskWords | None:
+def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
+    """One IGNORECASE pattern matching where any of `patterns` does (one scan instead of one per
+    pattern), or None where they cannot be joined (a pattern with global flags such as (?x))."""
+    try:
+        return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
+    except re.error:
+        return None
+
+
+def _desk_words(spec: DomainSpec, gates: GateIndex) -> CompiledDeskWords | None:
     words = spec.screens.desk
     if words is None:
         return None
-    folded = compile_understanding  # for case-folded text
+
+    def folded(pattern: str) -> GatedPattern:  # for case-folded text
+        return gates.add(compile_understanding(pattern), folded_text=True)
+
     return CompiledDeskWords(
         status_claim=folded(words.status_claim_pattern),
         personal_question=folded(words.personal_question_pattern),
-        program_name=compile_pattern(words.program_name_pattern),
+        program_name=gated_reply_pattern(words.program_name_pattern, gates),
         date_word=folded(words.date_word_pattern),
         third_person=folded(words.third_person_pattern),
         boilerplate=folded(words.boilerplate_pattern),
         contact_promise=folded(words.contact_promise_pattern),
         time=folded(words.time_pattern),
-        channels={value: folded(pattern) for value, pattern in words.channel_patterns.items()},
+        channels={value: compile_understanding(pattern) for value, pattern in words.channel_patterns.items()},
     )

@@ -1,0 +1,146 @@
+"""Word gates (dialogue/pack/word_gate.py) never skip a scan that would have matched.
+
+A gate is read from a pattern's parse tree: the words (or pairs of neighbouring words) any match must
+begin with, or else end with. The screens skip a pattern whose gate the reply's words leave shut, so
+a gate that is wrong would let a bad draft through. Checked here: the reading of small patterns, the
+ASCII rule for IGNORECASE patterns, every gated pattern of every pack on generated text built from
+its own words, and the screens' verdicts with gates against the same screens with every gate open.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dialogue.actions import Action, ScreenProfile
+from dialogue.pack import DomainPack, get_pack
+from dialogue.pack.word_gate import GatedPattern, GateIndex, word_gate
+from dialogue.screens import screen_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+PACK_DIRS = sorted(path.parent for path in (ROOT / "data").glob("*/domain.toml"))
+
+
+def test_a_gate_holds_the_pairs_of_words_a_match_begins_with() -> None:
+    gate = word_gate(re.compile(r"\b(?:you(?:'re|\s+are)\s+(?:now\s+)?enrolled|all\s+set|condolences)\b"))
+    assert gate is not None
+    assert gate.pairs == {("you", "re"), ("you", "are"), ("all", "set")}
+    assert gate.words == {"condolences"}
+    assert gate.may_match("great, you're now enrolled")
+    assert gate.may_match("you are")  # the gate opens; the scan decides
+    assert not gate.may_match("would you like the course? are you sure?")
+
+
+def test_a_second_word_it_cannot_read_leaves_the_first_alone() -> None:
+    gate = word_gate(re.compile(r"\bseat\s+(?:\w+\s+){0,3}?reserved\b"))
+    assert gate is not None and gate.words == {"seat"} and not gate.pairs
+
+
+def test_a_match_that_may_end_inside_a_word_gates_on_its_prefix() -> None:
+    gate = word_gate(re.compile(r"\benrol"))
+    assert gate is not None and gate.prefixes == ("enrol",)
+    assert gate.may_match("you are enrolling") and not gate.may_match("you are in")
+
+
+def test_a_pattern_read_from_its_end_when_its_start_is_unknown() -> None:
+    gate = word_gate(re.compile(r"(?-i:\b(?:[A-Z][a-z]+\s+){1,3}(?:Certificate|course)\b)", re.IGNORECASE))
+    assert gate is not None and gate.words == {"certificate", "course"}
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"you are", r"\b[a-z]+\b", r"\b\w+ing\b", r"\b(?:a|\w+)", r"\b[^x]+\b", r"\Bfoo\B", r"(a)\1"],
+)
+def test_patterns_it_cannot_read_get_no_gate(pattern: str) -> None:
+    assert word_gate(re.compile(pattern)) is None
+
+
+def test_an_ignorecase_gate_stays_open_on_text_that_is_not_ascii() -> None:
+    gates = GateIndex()
+    fit = gates.add(re.compile(r"\bfit\b", re.IGNORECASE), folded_text=False)
+    assert fit.ascii_only
+    assert fit.search("are you FIT?", gates.opened("are you fit?", ascii_text=True)) is not None
+    assert gates.opened("are you ready?", ascii_text=True) & fit.bit == 0
+    # IGNORECASE equates the dotless i with i, and case folding keeps it: no a-z word "fit" here.
+    text = "f\u0131t"
+    assert re.search(r"\bfit\b", text, re.IGNORECASE)
+    assert fit.search(text, gates.opened(text.casefold(), ascii_text=False)) is not None
+
+
+def _gated(pack: DomainPack) -> list[tuple[str, GatedPattern]]:
+    compiled, desk = pack.compiled, pack.compiled.desk
+    found = [("personal_detail", compiled.personal_detail), ("promise", compiled.promise)]
+    if desk is not None:
+        names = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
+        names += ("boilerplate", "contact_promise", "time")
+        found += [(name, getattr(desk, name)) for name in names]
+    return found
+
+
+def _vocabulary(pack: DomainPack) -> list[str]:
+    """Each gated pattern's own words (so that generated text matches often), the pack's program
+    names, and look-alikes that test the edges: capitals, apostrophes, digits, letters beyond a-z."""
+    words: set[str] = set()
+    for _name, gated in _gated(pack):
+        words |= set(re.findall(r"[A-Za-z]+", gated.pattern.pattern))
+    for program in pack.spec.programs:
+        words |= set(program.display_name.split())
+    return [*sorted(words), "I'm", "you're", "we'll", "3", "24", "caf\u00e9", "f\u0131t", "STRASSE", "stra\u00dfe"]
+
+
+@pytest.mark.parametrize("pack_dir", PACK_DIRS, ids=lambda path: path.name)
+def test_every_gated_pattern_of_every_pack_has_a_gate_or_says_why_not(pack_dir: Path) -> None:
+    gated = _gated(get_pack(pack_dir))
+    # Every riverton pattern is gated (bench/p6_screens.py relies on it); a pack may bring one that is not.
+    if pack_dir.name == "riverton":
+        assert [name for name, pattern in gated if pattern.gate is None] == []
+
+
+@pytest.mark.parametrize("pack_dir", PACK_DIRS, ids=lambda path: path.name)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_shut_gate_never_hides_a_match(pack_dir: Path, data: st.DataObject) -> None:
+    pack = get_pack(pack_dir)
+    vocabulary = _vocabulary(pack)
+    word = st.sampled_from(vocabulary).map(lambda w: data.draw(st.sampled_from([w, w.lower(), w.title(), w.upper()])))
+    separator = st.sampled_from([" ", " ", " ", ", ", ". ", "? ", "'", "-", "  ", "\n", " (", ") "])
+    parts = data.draw(st.lists(st.tuples(word, separator), min_size=1, max_size=14))
+    text = "".join(w + s for w, s in parts)
+    opened = pack.compiled.gates.opened(text.casefold(), ascii_text=text.isascii())
+    for name, gated in _gated(pack):
+        scanned = gated.pattern.search(text if gated.ascii_only else text.casefold())
+        if scanned is not None:
+            assert opened & gated.bit, (name, text)
+
+
+def _drafts() -> list[dict[str, str]]:
+    with (ROOT / "data" / "riverton" / "drafts.csv").open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_screens_give_the_same_verdicts_with_every_gate_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = get_pack(ROOT / "data" / "riverton")
+
+    def verdicts() -> list[tuple[str, ...]]:
+        found = []
+        for row in _drafts():
+            state = {
+                "program": row["program"],
+                "childcare_needed": row["childcare_needed"],
+                "contact_channel": row["contact_channel"],
+            }
+            action = Action(row["action"])
+            rows = pack.passage_ids_for(action, row["program"], row["topic"] or None)
+            for profile in ScreenProfile:
+                found.append(tuple(screen_reply(row["text"], action, state, pack, rows, profile).fired))
+        return found
+
+    gated = verdicts()
+    monkeypatch.setattr(GateIndex, "opened", lambda self, folded, *, ascii_text: -1)  # every bit set
+    assert verdicts() == gated
+    assert any(gated) and not all(gated)
