@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -141,9 +143,69 @@ def test_channel_words_must_name_the_contact_slots_values(pack_copy: Path) -> No
         load_pack(pack_copy)
 
 
-def test_a_pack_without_desk_words_runs_the_lesson_profile_only() -> None:
-    library = load_pack(Path(__file__).resolve().parents[2] / "data" / "harbourview_library")
-    state = dict.fromkeys(library.frame.slot_names, "unknown")
-    assert library.spec.screens.profile is ScreenProfile.LESSON
+def test_a_pack_without_desk_words_runs_the_lesson_profile_only(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    text = domain.read_text()
+    start = text.index("[screens.desk]")
+    end = text.index("# ----", start)
+    domain.write_text(text[:start].replace('profile = "desk"\n', "") + text[end:])
+    bare = load_pack(pack_copy)
+    state = dict.fromkeys(bare.frame.slot_names, "unknown")
+    assert bare.spec.screens.profile is ScreenProfile.LESSON
     with pytest.raises(ValueError, match="only the lesson profile"):
-        screen_reply("Hello?", Action.REQUEST_PROGRAM, state, library, profile=DESK)
+        screen_reply("Hello?", Action.REQUEST_PROGRAM, state, bare, profile=DESK)
+
+
+LIBRARY = Path(__file__).resolve().parents[2] / "data" / "harbourview_library"
+
+
+def library_state(service: str = "library_card", channel: str = "sms") -> dict[str, str]:
+    return {"service": service, "visit_part_of_day": "morning", "reply_channel": channel}
+
+
+# The second desk brings its own words: a library's status claims, services and channels.
+LIBRARY_CASES = [
+    ("status_claims", "Your library card is ready, and we will text you.", Action.CONFIRM),
+    ("status_claims", "The meeting room has been reserved for you on your chosen morning.", Action.CONFIRM),
+    ("status_claims", "Your overdue fines have been waived.", Action.CONFIRM),
+    ("unknown_programs", "I recorded the Harbourview library card and a Museum Pass, with replies by SMS.",
+     Action.CONFIRM),
+    ("contact_promises", "I recorded the Harbourview library card, with replies by SMS. We will post you a letter.",
+     Action.CONFIRM),
+    ("third_person", "Should the patron get replies by SMS or by post?", Action.REQUEST_CONTACT),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("screen", "text", "action"), LIBRARY_CASES)
+def test_the_library_desk_screens_with_its_own_words(screen: str, text: str, action: Action) -> None:
+    library = load_pack(LIBRARY)
+    assert library.spec.screens.profile is DESK
+    state = library_state(channel="unknown" if action is Action.REQUEST_CONTACT else "sms")
+    rows = library.passage_ids_for(action, state["service"])
+    assert screen in {str(name) for name in screen_reply(text, action, state, library, rows, DESK).fired}
+
+
+def test_the_library_desks_template_wording_passes_its_desk_screens() -> None:
+    from dialogue.realize import build_realize_job
+    from dialogue.state import DialogueState
+    from realizer.engines import TemplateEngine
+
+    library = load_pack(LIBRARY)
+    engine = TemplateEngine(library)
+    now = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    checked = 0
+    for service in ("library_card", "meeting_room"):
+        for channel in ("sms", "postal", "unknown"):
+            state = DialogueState.from_slots(library.frame, library_state(service, channel))
+            for action in (a for a in Action if a.uses_model):
+                topics = [topic.name for topic in library.spec.topics] if action is Action.INFORM else [None]
+                for topic in topics:
+                    job = build_realize_job(
+                        conversation_id=UUID(int=1), turn_id=1, state=state, action=action, pack=library,
+                        now=now, topic=topic,
+                    )  # fmt: skip
+                    text = engine.word(job)
+                    report = screen_reply(text, action, job.slots, library, job.fact_ids, DESK)
+                    assert not report.fired, (action, topic, text, report.fired)
+                    checked += 1
+    assert checked >= 12
