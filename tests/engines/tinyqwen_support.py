@@ -5,6 +5,7 @@ See conftest.py for how the model is built and why the stop path is forced the w
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +79,14 @@ def over_budget_job(turn_id: int = 9) -> RealizeJob:
         ),
         created_at=NOW,
     )
+
+
+def fake_hub_cache(cache: Path, model_dir: Path, model_id: str, revision: str) -> None:
+    """The Hugging Face cache layout for one snapshot: models--ORG--NAME/snapshots/REVISION/*."""
+    repo = cache / f"models--{model_id.replace('/', '--')}"
+    shutil.copytree(model_dir, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
 
 
 @dataclass(frozen=True)
