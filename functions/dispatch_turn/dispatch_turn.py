@@ -22,6 +22,7 @@ from dialogue.factory import get_dispatch_queues
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
+from dialogue.snapstart import register_snapshot_hooks
 from dialogue.store import turn_from_item
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
@@ -43,6 +44,9 @@ def dispatch_record(record: DynamoDBRecord) -> None:
         )
         logger.info("turn dispatched", action=str(turn.action))
     metrics.add_metric(name="TurnsDispatched", unit=MetricUnit.Count, value=1)
+
+
+register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
 
 
 @logger.inject_lambda_context(clear_state=True)

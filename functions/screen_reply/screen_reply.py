@@ -1,7 +1,8 @@
 """The screen-and-fallback Lambda: the screen queue → TURN flags and the reply shown.
 
 The queue carries two kinds of message. A RealizedReply is screened, and the reply or its fixed
-fallback stored. A ReplyDeadline arrives when its turn's reply deadline has passed: a turn still
+fallback stored (`RepliesScreened`, `FallbacksShown`, `RepliesHeld`, and `ReplySeconds` from the
+turn's job to its screened reply). A ReplyDeadline arrives when its turn's reply deadline has passed: a turn still
 pending then gets the fixed fallback, counted as `DeadlineFallbacks`. Either way a turn is finalized
 once; a message for a turn that is already final is dropped.
 
@@ -21,12 +22,14 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ConfigDict, Json
 
+from dialogue.actions import ReplyScreen
 from dialogue.factory import get_store
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
 from dialogue.screens import deadline_outcome, decide
 from dialogue.settings import get_settings
+from dialogue.snapstart import register_snapshot_hooks
 
 
 class ScreenQueueRecord(SqsRecordModel):
@@ -52,7 +55,8 @@ def screen_realized(realized: RealizedReply) -> None:
     job = realized.job
     with logger.append_context_keys(conversation_id=str(job.conversation_id), turn_id=job.turn_id):
         outcome = decide(realized, get_pack(), get_settings().screen_profile)
-        stored = get_store().record_screened_reply(job.conversation_id, job.turn_id, outcome, datetime.now(UTC))
+        now = datetime.now(UTC)
+        stored = get_store().record_screened_reply(job.conversation_id, job.turn_id, outcome, now)
         logger.info(
             "reply screened",
             action=str(job.action),
@@ -63,6 +67,11 @@ def screen_realized(realized: RealizedReply) -> None:
     metrics.add_metric(name="RepliesScreened" if stored else "DuplicateRepliesIgnored", unit=MetricUnit.Count, value=1)
     if stored and outcome.fallback_used:
         metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
+    if stored and outcome.reply_screen is ReplyScreen.HELD:
+        metrics.add_metric(name="RepliesHeld", unit=MetricUnit.Count, value=1)
+    if stored:  # from the turn's job to its screened reply: the queue's wait and the model's time
+        seconds = max(0.0, (now - job.created_at).total_seconds())
+        metrics.add_metric(name="ReplySeconds", unit=MetricUnit.Seconds, value=seconds)
 
 
 def enforce_deadline(deadline: ReplyDeadline) -> None:
@@ -79,6 +88,9 @@ def enforce_deadline(deadline: ReplyDeadline) -> None:
         metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
     else:
         metrics.add_metric(name="DeadlinesMet", unit=MetricUnit.Count, value=1)
+
+
+register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -41,6 +41,7 @@ from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
+from dialogue.snapstart import register_snapshot_hooks
 from dialogue.store import StaffMessage
 from staff_models import (
     ClaimReleased,
@@ -400,6 +401,9 @@ install_error_handlers(
     ("conversation_id", "turn_id", "order", "held", "drafted", "action", "review", "status", "limit", "cursor",
      *_BODY_FIELDS),
 )  # fmt: skip
+
+
+register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

@@ -44,6 +44,7 @@ from dialogue.idempotency import IDEMPOTENCY_HEADER, register_lambda_context, va
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
+from dialogue.snapstart import register_snapshot_hooks
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -218,6 +219,9 @@ def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]
 
 
 install_error_handlers(app, _validation_message, ("conversation_id", "turn_id", "text", "after"))
+
+
+register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

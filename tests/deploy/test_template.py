@@ -70,8 +70,8 @@ SCOPED_POLICY_TEMPLATES = {
     "SQSPollerPolicy",
 }
 DEAD_LETTER_RETENTION_S = 14 * 24 * 3600
-# Queues that hold what an event source mapping gave up on (its OnFailure destination), not work.
-FAILURE_DESTINATIONS = {"DispatchFailureQueue"}
+# Queues that hold what an event source mapping or an EventBridge rule gave up on, not work.
+FAILURE_DESTINATIONS = {"DispatchFailureQueue", "EventRuleDeadLetterQueue"}
 
 
 @pytest.fixture(scope="module")
@@ -385,7 +385,10 @@ KNOWN_METRICS = {
         "ApproximateAgeOfOldestMessage",
     },
     "ECS/ContainerInsights": {"RunningTaskCount", "DesiredTaskCount"},
-    "AWS/Lambda": {"Errors"},
+    "AWS/Lambda": {"Errors", "Throttles"},
+    "AWS/ApiGateway": {"Count", "4xx", "5xx"},
+    # The group's MetricsCollection.
+    "AWS/AutoScaling": {"GroupDesiredCapacity", "GroupInServiceInstances", "GroupPendingInstances"},
     # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code.
     "EnrollmentDesk": {
         name
@@ -418,6 +421,9 @@ REQUIRED_OUTPUTS = {
     "ScreenDeadLetterQueueUrl",
     "DispatchFailureQueueUrl",
     "RealizerClusterName",
+    "RealizerRepositoryUri",
+    "GpuAutoScalingGroupName",
+    "DashboardUrl",
     "StaffUserPoolId",
     "StaffConsoleClientId",
     "StaffSignInUrl",
@@ -671,8 +677,11 @@ def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> N
     template_id, launch = only_resource(template, "AWS::EC2::LaunchTemplate")
     data = launch["LaunchTemplateData"]
     assert referenced_id(data["ImageId"]) == "GpuAmiId"
-    assert referenced_id(data["InstanceType"]) == "GpuInstanceType"
+    assert "InstanceType" not in data  # the group's mixed-instances overrides name the types
     assert data["MetadataOptions"]["HttpTokens"] == "required"
+    (volume,) = data["BlockDeviceMappings"]
+    assert volume["Ebs"]["VolumeType"] == "gp3" and volume["Ebs"]["Throughput"] >= 500
+    assert volume["Ebs"]["Iops"] >= 4 * volume["Ebs"]["Throughput"]  # gp3 allows 0.25 MiB/s per IOPS
     user_data = data["UserData"]["Fn::Base64"]["Fn::Sub"]
     assert "ECS_CLUSTER=${" + cluster_id + "}" in user_data
     assert "ECS_ENABLE_GPU_SUPPORT=true" in user_data
@@ -680,7 +689,24 @@ def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> N
     group_id, group = only_resource(template, "AWS::AutoScaling::AutoScalingGroup")
     assert str(group["MinSize"]) == "0"
     assert group["NewInstancesProtectedFromScaleIn"] is True
-    assert referenced_id(group["LaunchTemplate"]["LaunchTemplateId"]) == template_id
+    assert "LaunchTemplate" not in group
+    mixed = group["MixedInstancesPolicy"]
+    assert referenced_id(mixed["LaunchTemplate"]["LaunchTemplateSpecification"]["LaunchTemplateId"]) == template_id
+    overrides = [override["InstanceType"] for override in mixed["LaunchTemplate"]["Overrides"]]
+    assert overrides == [{"Fn::Select": [index, {"Ref": "GpuInstanceTypes"}]} for index in range(3)]
+    assert mixed["InstancesDistribution"]["OnDemandAllocationStrategy"] == "prioritized"
+    types = template["Parameters"]["GpuInstanceTypes"]
+    assert types["Type"] == "CommaDelimitedList" and len(types["Default"].split(",")) == 3
+    assert len(set(types["Default"].split(","))) == 3 and set(types["Default"].split(",")) <= set(
+        types["AllowedValues"]
+    )
+    # One instance of headroom over RealizerMaxTasks, for a deploy that starts the new task first.
+    assert group["MaxSize"] == {"Fn::FindInMap": ["GpuHeadroom", {"Ref": "RealizerMaxTasks"}, "Instances"]}
+    tasks = template["Parameters"]["RealizerMaxTasks"]
+    headroom = template["Mappings"]["GpuHeadroom"]
+    assert {int(k): v["Instances"] for k, v in headroom.items()} == {
+        n: n + 1 for n in range(tasks["MinValue"], tasks["MaxValue"] + 1)
+    }
     assert referenced_id(group["VPCZoneIdentifier"]) == "VpcSubnetIds"
 
     provider_id, provider = only_resource(template, "AWS::ECS::CapacityProvider")
@@ -697,7 +723,6 @@ def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> N
     assert "LaunchType" not in service
     assert [referenced_id(s["CapacityProvider"]) for s in service["CapacityProviderStrategy"]] == [provider_id]
     assert template["Resources"][service_id]["DependsOn"] == association_id
-    assert referenced_id(service["DesiredCount"]) == "RealizerMinTasks"
     assert referenced_id(service["Cluster"]) == cluster_id
 
 
@@ -708,7 +733,7 @@ def test_realizer_task_asks_for_a_gpu_and_the_queues(template: dict[str, Any]) -
     assert referenced_id(task["ExecutionRoleArn"]) == "RealizerExecutionRole"
     container = realizer_container(template)
     assert container["ResourceRequirements"] == [{"Type": "GPU", "Value": "1"}]
-    assert referenced_id(container["Image"]) == "RealizerImageUri"
+    assert container["Image"] == {"Fn::Sub": "${RealizerRepository.RepositoryUri}@${RealizerImageDigest}"}
     env = {variable["Name"]: variable["Value"] for variable in container["Environment"]}
     assert referenced_id(env["REALIZE_QUEUE_URL"]) == "RealizeQueue"
     assert referenced_id(env["SCREEN_QUEUE_URL"]) == "ScreenQueue"
@@ -790,7 +815,8 @@ def test_every_parameter_is_in_the_deploy_guide_and_the_outputs_exist(template: 
     """The guide's parameter table names exactly the template's parameters, with their defaults, and the
     outputs the guide and env.json rely on exist."""
     guide = (ROOT / "docs" / "DEPLOY.md").read_text()
-    documented = dict(re.findall(r"^\| `([A-Z][A-Za-z]+)` \| ([^|]+) \|", guide, flags=re.MULTILINE))
+    table = guide[guide.index("| Parameter | Default | What it sets |") :].split("\n\n")[0]
+    documented = dict(re.findall(r"^\| `([A-Z][A-Za-z]+)` \| ([^|]+) \|", table, flags=re.MULTILINE))
     assert set(documented) == set(template["Parameters"])
     for name, parameter in template["Parameters"].items():
         if "Default" in parameter and parameter["Default"] not in ("", None) and not name.endswith("AmiId"):

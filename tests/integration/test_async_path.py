@@ -233,3 +233,38 @@ def test_before_the_deadline_a_turn_stays_pending(stack: LocalStack) -> None:
     stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": "Forklift, by phone."})
     detail = turn_detail(stack, conversation_id)
     assert (detail["status"], detail["reply"]) == ("pending", None)
+
+
+def emitted(stack: LocalStack, name: str) -> list[Any]:
+    """The values of one EMF metric the functions logged."""
+    values = []
+    for line in stack.log_lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "_aws" in record and name in record:
+            values.append(record[name])
+    return values
+
+
+def screened(stack: LocalStack, body: str) -> None:
+    """A realized reply through the screen queue and the screen function, as in AWS."""
+    stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody=body)
+    assert stack.run_screen_function() == 1
+
+
+def test_the_screen_function_counts_held_replies_and_their_time_for_the_alarms(stack: LocalStack) -> None:
+    # A clean reply: screened and timed, not held
+    conversation_id, job = pending_turn(stack, "Data Support Certificate by email")
+    screened(stack, canned(job, "I recorded the Data Support Certificate, with contact by email."))
+    assert turn_detail(stack, conversation_id)["reply_screen"] == "not flagged by screen"
+    assert emitted(stack, "RepliesHeld") == []
+    (seconds,) = emitted(stack, "ReplySeconds")
+    assert 0 <= (seconds[0] if isinstance(seconds, list) else seconds) < 60
+    # A reply a screen holds: counted once, for the held-rate alarm
+    conversation_id, job = pending_turn(stack, "Forklift, by phone.")
+    screened(stack, canned(job, "Your seat is guaranteed for the Forklift Operator Licence, by phone."))
+    assert turn_detail(stack, conversation_id)["reply_screen"] == "held for human review"
+    assert len(emitted(stack, "RepliesHeld")) == 1
+    assert len(emitted(stack, "ReplySeconds")) == 2

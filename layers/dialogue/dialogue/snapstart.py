@@ -1,0 +1,34 @@
+"""Lambda SnapStart: what a function's init does before its snapshot, and what it must not do.
+
+With SnapStart (template.yaml's Globals), Lambda runs a published version's init once, snapshots the
+memory and restores that snapshot for each cold start. So init may hold what every execution
+environment can share: the imported modules, the pack loaded and its patterns and word gates compiled
+(`prime`), the settings read from the environment. It must hold nothing one environment must not
+share with another: no AWS client or connection (`dialogue.factory` makes them on first use, after a
+restore, with the restored environment's credentials), no id, no random state, no time.
+
+`register_snapshot_hooks` runs `prime` as a before-snapshot hook where the Lambda runtime provides the
+hook library (`snapshot_restore_py`, in the managed Python runtimes); elsewhere (tests, devstack,
+`sam local invoke`) it does nothing, and the pack loads on the first request as before.
+"""
+
+from __future__ import annotations
+
+from dialogue.pack import get_pack
+from dialogue.settings import get_settings
+
+
+def prime() -> None:
+    """Load what every request needs and every environment shares, so the snapshot holds it."""
+    _ = get_pack().compiled  # the handbook, the frame, every pattern and word gate
+    get_settings()
+
+
+def register_snapshot_hooks() -> bool:
+    """Register `prime` to run before the snapshot; False where there is no SnapStart runtime."""
+    try:
+        from snapshot_restore_py import register_before_snapshot  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    register_before_snapshot(prime)
+    return True
