@@ -3,7 +3,6 @@ the writable paths of a read-only root."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from commands import load_script
 from dockerfile_support import DOCKERFILE, WRITABLE_MOUNT, image_env, instructions, on_writable_mount, writable_paths
 
 from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION
@@ -39,11 +39,7 @@ READ_ONLY_PATHS = {"HF_HOME", "PYTHONPATH"}  # the baked weights and the worker'
 
 
 def _image_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("realizer_image_tool", ROOT / "realizer_container" / "image.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("realizer_container/image.py", "realizer_image_tool")
 
 
 def meta_args(steps: list[tuple[str, str]]) -> dict[str, str | None]:

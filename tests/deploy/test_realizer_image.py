@@ -6,7 +6,6 @@ read on stdin) and prints a canned answer. CloudFormation is botocore's Stubber.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from commands import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
@@ -47,11 +47,7 @@ if failing and command.startswith(failing):
 
 
 def _image_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("realizer_image_tool", ROOT / "realizer_container" / "image.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("realizer_container/image.py", "realizer_image_tool")
 
 
 image = _image_tool()

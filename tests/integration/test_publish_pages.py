@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import boto3
 import pytest
+from commands import load_script
 from moto import mock_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _publisher() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("web_publish", ROOT / "web" / "publish.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("web/publish.py", "web_publish")
 
 
 publisher = _publisher()
