@@ -11,16 +11,33 @@ in this development environment, and in a Lambda-like one (LAMBDA_TASK_ROOT and 
 set, as Lambda does: the X-Ray SDK then takes its Lambda path). A third command, interleaved with
 the two, imports what no handler with validated routes avoids (pydantic and the validating resolver):
 the floor. Then `-X importtime`, grouped by package, for what turn_api adds beyond the baseline.
+
+The Tracer, interleaved with those three: `import turn_api` twice more, as a function configured
+without tracing would run it. Once with POWERTOOLS_TRACE_DISABLED=true, Powertools' own switch: its
+Tracer still imports the X-Ray SDK and builds the SDK's recorder (it takes the SDK's recorder as its
+provider before it looks at `disabled`); the switch skips only the patching of botocore and the
+recorder's streaming setting. Outside Lambda it changes nothing: there Powertools disables the Tracer
+by itself. Once more with the same switch and dialogue/observability.py changed to build the Tracer
+only when tracing is on (Powertools' own rule; `_TracingOff` stands in for its decorator otherwise):
+a copy of the layer's dialogue package with that change, in a temporary folder put ahead of the layer
+on PYTHONPATH (the layer is not touched). Per variant: the median, its ratio to the baseline, and the
+`-X importtime` self time of the X-Ray SDK and what it alone pulls in (the modules the variant imports
+that the variant without the Tracer does not).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from bench._common import ROOT, emit, markdown_table, median, summary
@@ -36,6 +53,72 @@ TURN_API = "import turn_api"
 # What no handler with typed, validated routes avoids: pydantic and Powertools' validating resolver.
 FLOOR = BASELINE + "; import pydantic; APIGatewayHttpResolver(enable_validation=True)"
 IMPORTTIME_RUNS = 3
+
+LAYER_PACKAGE = ROOT / "layers" / "dialogue" / "dialogue"
+OBSERVABILITY = LAYER_PACKAGE / "observability.py"
+LAYER_REQUIREMENTS = ROOT / "layers" / "dialogue" / "requirements.txt"
+TRACE_DISABLED = {"POWERTOOLS_TRACE_DISABLED": "true"}
+# The variants of the Tracer, in the order of the second table.
+TRACED, SWITCHED_OFF, NO_TRACER = "traced", "trace_disabled", "no_tracer"
+VARIANTS = {
+    TRACED: "Tracer, as deployed",
+    SWITCHED_OFF: "Tracer, POWERTOOLS_TRACE_DISABLED=true",
+    NO_TRACER: "no Tracer: proposed observability.py, POWERTOOLS_TRACE_DISABLED=true",
+}
+# The change to dialogue/observability.py measured as NO_TRACER: (text in the layer's module, its
+# replacement), each found exactly once. The Tracer is built only when tracing is on, by Powertools'
+# own rule (Tracer._is_tracer_disabled); otherwise a stand-in gives the handlers their decorator.
+OBSERVABILITY_CHANGE = (
+    (
+        "import os\n",
+        "import os\nfrom collections.abc import Callable\nfrom typing import Any\n",
+    ),
+    (
+        "\nlogger = Logger(",
+        '''
+
+def _tracing_on() -> bool:
+    """Powertools' own rule: on in Lambda unless POWERTOOLS_TRACE_DISABLED; off under `sam local` and outside Lambda."""
+    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() in ("1", "y", "yes", "t", "true", "on"):
+        return False
+    sam_or_chalice = os.environ.get("AWS_SAM_LOCAL") or os.environ.get("AWS_CHALICE_CLI_MODE")
+    return bool(os.environ.get("LAMBDA_TASK_ROOT")) and not sam_or_chalice
+
+
+class _TracingOff:
+    """The handlers' decorator with tracing off, doing nothing. Powertools' Tracer, even disabled,
+    imports the X-Ray SDK and builds its recorder when it is built: with tracing off, nothing does."""
+
+    def capture_lambda_handler(
+        self, lambda_handler: Callable[..., Any] | None = None, **_options: Any
+    ) -> Callable[..., Any]:
+        return self.capture_lambda_handler if lambda_handler is None else lambda_handler
+
+
+logger = Logger(''',
+    ),
+    (
+        'tracer = Tracer(patch_modules=("botocore",))\n',
+        'tracer: Tracer | _TracingOff = Tracer(patch_modules=("botocore",)) if _tracing_on() else _TracingOff()\n',
+    ),
+)
+# The Tracer's own cost, timed inside a fresh process once boto3 and Powertools are imported (as they
+# are when turn_api reaches dialogue.observability): importing the SDK, then building the Tracer as
+# dialogue.observability does. Differences of a few ms drown in the wall times of whole processes.
+IN_PROCESS = (
+    "import time, boto3, botocore.client, botocore.endpoint; from aws_lambda_powertools import Tracer; "
+    "started = time.perf_counter(); import aws_xray_sdk.core; imported = time.perf_counter(); "
+    "Tracer(patch_modules=('botocore',)); built = time.perf_counter(); "
+    "print((imported - started) * 1e3, (built - imported) * 1e3)"
+)
+IN_PROCESS_RUNS = 7
+# What each variant's process holds once turn_api is imported.
+PROBE = (
+    "import json, sys, turn_api; from dialogue import observability as o; print(json.dumps({"
+    "'observability': o.__file__, 'tracer': type(o.tracer).__name__, "
+    "'disabled': getattr(o.tracer, 'disabled', None), 'aws_xray_sdk_imported': 'aws_xray_sdk' in sys.modules, "
+    "'botocore_patched': 'aws_xray_sdk.ext.botocore.patch' in sys.modules}))"
+)
 
 
 def environment(lambda_like: bool, task_root: str) -> dict[str, str]:
@@ -71,21 +154,74 @@ def environment(lambda_like: bool, task_root: str) -> dict[str, str]:
     return env
 
 
-def run_once(code: str, env: dict[str, str]) -> float:
+def observability_without_tracer(package: Path) -> str:
+    """Copy the layer's dialogue package into `package`, with OBSERVABILITY_CHANGE; the change as a diff."""
+    shutil.copytree(LAYER_PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    original = OBSERVABILITY.read_text(encoding="utf-8")
+    changed = original
+    for old, new in OBSERVABILITY_CHANGE:
+        if changed.count(old) != 1:
+            raise SystemExit(
+                f"P3: {OBSERVABILITY.relative_to(ROOT)} changed; OBSERVABILITY_CHANGE no longer fits {old!r}"
+            )
+        changed = changed.replace(old, new)
+    (package / "observability.py").write_text(changed, encoding="utf-8")
+    name = str(OBSERVABILITY.relative_to(ROOT))
+    lines = difflib.unified_diff(
+        original.splitlines(keepends=True), changed.splitlines(keepends=True), "a/" + name, "b/" + name
+    )
+    return "".join(lines)
+
+
+def variant_environments(env: dict[str, str], copy_root: str) -> dict[str, dict[str, str]]:
+    """The function's environment for each variant of the Tracer."""
+    path = os.pathsep.join(filter(None, [copy_root, env.get("PYTHONPATH")]))
+    return {
+        TRACED: env,
+        SWITCHED_OFF: {**env, **TRACE_DISABLED},
+        NO_TRACER: {**env, **TRACE_DISABLED, "PYTHONPATH": path},
+    }
+
+
+def probe(env: dict[str, str]) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    found: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return found
+
+
+def run_once(code: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds of one fresh process, and the CPU seconds (user + system) it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def interleaved_runs(commands: dict[str, str], env: dict[str, str], runs: int) -> dict[str, list[float]]:
-    for code in commands.values():  # warm the file cache and the .pyc files
+def interleaved_runs(
+    commands: dict[str, tuple[str, dict[str, str]]], runs: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each command (code, environment) in a fresh process, `runs` times, the order alternating: per
+    command, the wall seconds and the CPU seconds of each round."""
+    for code, env in commands.values():  # warm the file cache and the .pyc files
         run_once(code, env)
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     names = list(commands)
     for index in range(runs):
         for name in names if index % 2 == 0 else reversed(names):
-            times[name].append(run_once(commands[name], env))
-    return times
+            wall, used = run_once(*commands[name])
+            times[name].append(wall)
+            cpu[name].append(used)
+    return times, cpu
+
+
+def paired_change_ms(samples: list[float], reference: list[float]) -> float:
+    """Median of the per-round differences, in ms: both ran in each round, so a slow spell weighs on both."""
+    return median([(value - base) * 1e3 for value, base in zip(samples, reference, strict=True)])
 
 
 def import_times(code: str, env: dict[str, str]) -> dict[str, int]:
@@ -102,13 +238,13 @@ def import_times(code: str, env: dict[str, str]) -> dict[str, int]:
     return times
 
 
-def added_by_package(env: dict[str, str]) -> dict[str, float]:
+def added_by_package(env: dict[str, str], turn_api_runs: list[dict[str, int]]) -> dict[str, float]:
     """Milliseconds of import self time turn_api adds to the baseline, by package (median of runs)."""
     baseline = import_times(BASELINE, env)
     runs: list[Counter[str]] = []
-    for _ in range(IMPORTTIME_RUNS):
+    for turn_api_times in turn_api_runs:
         groups: Counter[str] = Counter()
-        for module, self_us in import_times(TURN_API, env).items():
+        for module, self_us in turn_api_times.items():
             if module in baseline:
                 continue
             parts = module.split(".")
@@ -120,8 +256,43 @@ def added_by_package(env: dict[str, str]) -> dict[str, float]:
     return dict(sorted(medians.items(), key=lambda item: -item[1]))
 
 
+def tracer_in_process(env: dict[str, str]) -> dict[str, float]:
+    """Milliseconds to import aws_xray_sdk.core and to build the Tracer, medians of fresh processes."""
+    imports: list[float] = []
+    builds: list[float] = []
+    for _ in range(IN_PROCESS_RUNS):
+        completed = subprocess.run(
+            [sys.executable, "-c", IN_PROCESS], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        imported, built = completed.stdout.strip().splitlines()[-1].split()
+        imports.append(float(imported))
+        builds.append(float(built))
+    return {"import_xray_sdk_core_ms": median(imports), "build_tracer_ms": median(builds)}
+
+
+def xray_share(variant_runs: dict[str, list[dict[str, int]]]) -> dict[str, dict[str, Any]]:
+    """Per variant, import self time (ms, medians of runs) in all and in the X-Ray SDK with what it alone
+    pulls in: the modules the variant imports that the variant without the Tracer never does."""
+    never = set().union(*variant_runs[NO_TRACER])
+    shares: dict[str, dict[str, Any]] = {}
+    for variant, runs in variant_runs.items():
+        total = [sum(times.values()) for times in runs]
+        xray = [sum(us for module, us in times.items() if module not in never) for times in runs]
+        by_package: Counter[str] = Counter()
+        for module, self_us in runs[0].items():
+            if module not in never:
+                by_package[module.split(".")[0]] += self_us
+        shares[variant] = {
+            "import_self_ms": median(total) / 1000,
+            "xray_ms": median(xray) / 1000,
+            "share": median(xray) / median(total),
+            "xray_by_package_ms_first_run": {name: us / 1000 for name, us in by_package.most_common()},
+        }
+    return shares
+
+
 def xray_without_sdk(env: dict[str, str]) -> str:
-    """Whether turn_api imports where aws-xray-sdk is absent (the layer's requirements lack it)."""
+    """Whether turn_api imports where aws-xray-sdk is absent (the python3.12 runtime has none of its own)."""
     code = "import sys; sys.modules['aws_xray_sdk'] = None; sys.modules['aws_xray_sdk.core'] = None; import turn_api"
     completed = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
     if completed.returncode == 0:
@@ -130,12 +301,29 @@ def xray_without_sdk(env: dict[str, str]) -> str:
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root:
+    with (
+        tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root,
+        tempfile.TemporaryDirectory(prefix="observability-without-tracer-") as copy_root,
+    ):
+        change = observability_without_tracer(Path(copy_root) / "dialogue")
         environments = {"development": environment(False, task_root), "Lambda-like": environment(True, task_root)}
         ratios: dict[str, dict[str, Any]] = {}
         added: dict[str, dict[str, float]] = {}
+        tracer: dict[str, dict[str, dict[str, Any]]] = {}
         for name, env in environments.items():
-            times = interleaved_runs({"turn_api": TURN_API, "baseline": BASELINE, "floor": FLOOR}, env, RUNS)
+            variants = variant_environments(env, copy_root)
+            probes = {variant: probe(variant_env) for variant, variant_env in variants.items()}
+            _check_variants(name, probes, copy_root)
+            times, cpu = interleaved_runs(
+                {
+                    "turn_api": (TURN_API, env),
+                    "baseline": (BASELINE, env),
+                    "floor": (FLOOR, env),
+                    SWITCHED_OFF: (TURN_API, variants[SWITCHED_OFF]),
+                    NO_TRACER: (TURN_API, variants[NO_TRACER]),
+                },
+                RUNS,
+            )
             handler_ms = median(times["turn_api"]) * 1e3
             baseline_ms = median(times["baseline"]) * 1e3
             floor_ms = median(times["floor"]) * 1e3
@@ -146,10 +334,41 @@ def main() -> int:
                 "ratio": handler_ms / baseline_ms,
                 "floor_ratio": floor_ms / baseline_ms,
             }
-            emit(BENCH, "measurement", environment=name, runs=RUNS, **ratios[name], samples=times)
-            added[name] = added_by_package(env)
+            emit(BENCH, "measurement", environment=name, runs=RUNS, **ratios[name], samples=times, cpu_samples=cpu)
+            variant_runs = {
+                variant: [import_times(TURN_API, variant_env) for _ in range(IMPORTTIME_RUNS)]
+                for variant, variant_env in variants.items()
+            }
+            added[name] = added_by_package(env, variant_runs[TRACED])
+            shares = xray_share(variant_runs)
+            in_process = {variant: tracer_in_process(variants[variant]) for variant in (TRACED, SWITCHED_OFF)}
+            command = {TRACED: "turn_api", SWITCHED_OFF: SWITCHED_OFF, NO_TRACER: NO_TRACER}
+            wall = {variant: times[command[variant]] for variant in VARIANTS}
+            used = {variant: cpu[command[variant]] for variant in VARIANTS}
+            tracer[name] = {
+                variant: {
+                    "turn_api_ms": median(wall[variant]) * 1e3,
+                    "ratio": median(wall[variant]) * 1e3 / baseline_ms,
+                    "change_ms": paired_change_ms(wall[variant], wall[TRACED]),
+                    "cpu_ms": median(used[variant]) * 1e3,
+                    "cpu_change_ms": paired_change_ms(used[variant], used[TRACED]),
+                    **shares[variant],
+                    "in_process": in_process.get(variant, {}),
+                    "process": probes[variant],
+                }
+                for variant in VARIANTS
+            }
+            emit(BENCH, "tracer", environment=name, runs=RUNS, variants=tracer[name])
         without_xray = xray_without_sdk(environments["Lambda-like"])
-        emit(BENCH, "importtime", added_ms=added, turn_api_without_aws_xray_sdk=without_xray)
+        proposed_without_sdk = xray_without_sdk(variant_environments(environments["Lambda-like"], copy_root)[NO_TRACER])
+        emit(
+            BENCH,
+            "importtime",
+            added_ms=added,
+            turn_api_without_aws_xray_sdk=without_xray,
+            proposed_tracing_off_without_aws_xray_sdk=proposed_without_sdk,
+            observability_change=change,
+        )
 
     development = ratios["development"]
     lambda_like = ratios["Lambda-like"]
@@ -209,17 +428,15 @@ def main() -> int:
     notes = "\n\n".join(
         [
             *([] if met else [explanation]),
-            f"Medians of {RUNS} fresh processes per command, the three commands interleaved; interpreter "
+            f"Medians of {RUNS} fresh processes per command, the three commands interleaved (with the two "
+            "variants of the Tracer below); interpreter "
             "start-up included on every side. The floor is "
             "`import boto3, pydantic; APIGatewayHttpResolver(enable_validation=True)`.",
             "What `import turn_api` adds, by package (`-X importtime` self time in ms, median of "
             f"{IMPORTTIME_RUNS} runs, modules the baseline does not import):\n\n"
             + markdown_table(["package", "development", "Lambda-like"], added_rows),
-            "A finding on the way: the layer built from layers/dialogue/requirements.txt holds no aws-xray-sdk "
-            "(aws-lambda-powertools is pinned without its `tracer` extra) and Powertools' Tracer imports the SDK "
-            "when it is built, at import of dialogue.observability. With the SDK absent, `import turn_api` → "
-            f"`{without_xray}`: unless the Lambda runtime provides aws-xray-sdk, both functions fail at init. "
-            "These figures include the SDK, as a working deployment must.",
+            _sdk_finding(without_xray, proposed_without_sdk),
+            _tracer_notes(tracer),
         ]
     )
     figure = f"{development['ratio']:.2f}x (Lambda-like environment: {lambda_like['ratio']:.2f}x)"
@@ -227,6 +444,9 @@ def main() -> int:
         "ratios": ratios,
         "added_ms": added,
         "turn_api_without_aws_xray_sdk": without_xray,
+        "tracer": tracer,
+        "proposed_tracing_off_without_aws_xray_sdk": proposed_without_sdk,
+        "observability_change": change,
     }
     summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
@@ -234,6 +454,131 @@ def main() -> int:
 
 def _yes(ratio: float) -> str:
     return "yes" if ratio <= GOAL else "no"
+
+
+def _check_variants(environment_name: str, probes: dict[str, dict[str, Any]], copy_root: str) -> None:
+    """Each variant is what it claims to be, or the figures would compare the wrong things."""
+    lambda_like = environment_name == "Lambda-like"
+    expected = {
+        TRACED: {"tracer": "Tracer", "disabled": not lambda_like, "aws_xray_sdk_imported": True},
+        SWITCHED_OFF: {"tracer": "Tracer", "disabled": True, "aws_xray_sdk_imported": True, "botocore_patched": False},
+        NO_TRACER: {"tracer": "_TracingOff", "aws_xray_sdk_imported": False},
+    }
+    for variant, wanted in expected.items():
+        found = probes[variant]
+        from_copy = found["observability"].startswith(copy_root)
+        wrong = {key: found[key] for key, value in wanted.items() if found[key] != value}
+        if wrong or from_copy != (variant == NO_TRACER):
+            raise SystemExit(f"P3: {environment_name}, {variant} is not as measured: {found}")
+
+
+def _sdk_finding(without_xray: str, proposed_without_sdk: str) -> str:
+    requirements = LAYER_REQUIREMENTS.read_text(encoding="utf-8")
+    extra = any(line.replace(" ", "").startswith("aws-lambda-powertools[tracer]") for line in requirements.splitlines())
+    proposed = (
+        f"With the proposed observability.py and tracing off, it {proposed_without_sdk}; with tracing on it "
+        "needs the SDK as now."
+    )
+    if extra:
+        return (
+            "The X-Ray SDK must ship in the layer, and does (layers/dialogue/requirements.txt pins "
+            "aws-lambda-powertools with its `tracer` extra; the python3.12 runtime has no aws-xray-sdk): Powertools' "
+            "Tracer imports the SDK when it is built, at import of dialogue.observability, and with the SDK "
+            f"absent `import turn_api` → `{without_xray}`. " + proposed
+        )
+    return (
+        "A finding on the way: the layer built from layers/dialogue/requirements.txt holds no aws-xray-sdk "
+        "(aws-lambda-powertools is pinned without its `tracer` extra) and Powertools' Tracer imports the SDK "
+        "when it is built, at import of dialogue.observability. With the SDK absent, `import turn_api` → "
+        f"`{without_xray}`: unless the Lambda runtime provides aws-xray-sdk, both functions fail at init. "
+        "These figures include the SDK, as a working deployment must. " + proposed
+    )
+
+
+def _tracer_notes(tracer: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The second table, the Tracer with and without, and the decision it supports."""
+    rows = [
+        [
+            name,
+            VARIANTS[variant],
+            f"{row['turn_api_ms']:.0f}",
+            f"{row['ratio']:.2f}x",
+            "" if variant == TRACED else f"{row['change_ms']:+.0f}",
+            f"{row['cpu_ms']:.0f}",
+            "" if variant == TRACED else f"{row['cpu_change_ms']:+.0f}",
+            f"{row['xray_ms']:.1f}",
+            f"{row['share']:.0%}",
+        ]
+        for name, variants in tracer.items()
+        for variant, row in variants.items()
+    ]
+    table = markdown_table(
+        [
+            "environment",
+            "variant",
+            "import turn_api (ms)",
+            "ratio to boto3 + resolver",
+            "vs Tracer (ms)",
+            "CPU (ms)",
+            "vs Tracer, CPU (ms)",
+            "X-Ray SDK + what it pulls in, import self time (ms)",
+            "share of import self time",
+        ],
+        rows,
+    )
+    lam, dev = tracer["Lambda-like"], tracer["development"]
+    packages = ", ".join(
+        f"{package} {ms:.1f}" for package, ms in lam[TRACED]["xray_by_package_ms_first_run"].items() if ms >= 0.5
+    )
+    measured = (
+        "The Tracer, with and without: medians of the same interleaved fresh processes; vs Tracer, the median of "
+        "the per-round differences from the Tracer as deployed (each round runs every command once); CPU, the "
+        "process's user + system time, which other work on the machine disturbs less than wall time; the X-Ray "
+        f"SDK's import self time, medians of {IMPORTTIME_RUNS} runs, counts the modules a variant imports that "
+        f"the one without the Tracer never does (Lambda-like, in one run: {packages} ms), its share is of the "
+        "variant's whole import self time. POWERTOOLS_TRACE_DISABLED=true is Powertools' "
+        "own switch, and it does not keep the SDK out: the Tracer takes the SDK's recorder as its provider (importing "
+        "aws_xray_sdk.core, whose recorder is built at import) before it reads `disabled`, which then skips only "
+        "the botocore patch and the recorder's streaming setting; outside Lambda Powertools already disables it, "
+        "so the switch changes nothing there. The proposed observability.py builds the Tracer only when tracing is "
+        "on, by Powertools' rule (in Lambda, unless POWERTOOLS_TRACE_DISABLED, `sam local` or Chalice), and "
+        "otherwise gives the handlers a decorator that does nothing; nothing then imports aws_xray_sdk or wrapt.\n\n"
+        + table
+        + "\n\nTimed inside fresh processes once boto3 and Powertools are imported (medians of "
+        f"{IN_PROCESS_RUNS}): `import aws_xray_sdk.core` takes "
+        f"{lam[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} ms Lambda-like "
+        f"({dev[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} ms development), with or without the switch; "
+        '`Tracer(patch_modules=("botocore",))` then takes '
+        f"{lam[TRACED]['in_process']['build_tracer_ms']:.1f} ms Lambda-like, "
+        f"{lam[SWITCHED_OFF]['in_process']['build_tracer_ms']:.1f} ms with POWERTOOLS_TRACE_DISABLED=true: "
+        "that difference is all the switch saves."
+    )
+    decision = (
+        "Decision: keep the Tracer on in the deployed functions (Tracing: Active, template.yaml). In Lambda "
+        f"the X-Ray SDK and what it pulls in are {lam[TRACED]['xray_ms']:.0f} ms of import self time "
+        f"({lam[TRACED]['share']:.0%} of `import turn_api`; {lam[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} "
+        "ms timed in-process), and POWERTOOLS_TRACE_DISABLED=true saves "
+        f"{lam[TRACED]['in_process']['build_tracer_ms'] - lam[SWITCHED_OFF]['in_process']['build_tracer_ms']:.1f} ms "
+        "of it; whole processes, in wall time, read "
+        f"{lam[NO_TRACER]['change_ms']:+.0f} ms without the SDK and {lam[SWITCHED_OFF]['change_ms']:+.0f} ms with "
+        "the switch (for scale: the development switch row, where the switch changes no code path, reads "
+        f"{dev[SWITCHED_OFF]['change_ms']:+.0f} ms). Measured outside Lambda the SDK "
+        "weighs far more, because its recorder builds a sampler with botocore X-Ray clients there (development: "
+        f"{dev[TRACED]['xray_ms']:.0f} ms, {dev[TRACED]['share']:.0%}; without it {dev[NO_TRACER]['change_ms']:+.0f} "
+        "ms). With SnapStart on the published versions the import runs once, when a version is published and its "
+        "snapshot taken; a restored cold start skips it, so in the cold starts users meet the Tracer costs nothing, "
+        "while X-Ray is the one view that follows a turn across the API, the table's stream, the dispatch function, "
+        "SQS and the screen Lambda. What remains without SnapStart: in a region that does not offer it for Python, "
+        f"or an invocation of the unpublished $LATEST, about {lam[TRACED]['xray_ms']:.0f} ms of import per cold "
+        "start, which buys the traces; under `sam local invoke` (LAMBDA_TASK_ROOT set, so the SDK takes its Lambda "
+        "path; AWS_SAM_LOCAL set, so Powertools disables the Tracer) the same import for no trace; in tests, devstack "
+        "and anything else outside Lambda the development figure, for no trace. Building the Tracer only when "
+        "tracing is on (the variant measured above; its change to observability.py is in this bench's JSON as "
+        "`observability_change`, not applied yet) would remove those last two, change nothing where tracing is on, "
+        "and make POWERTOOLS_TRACE_DISABLED=true a real saving where a deployment without SnapStart would rather "
+        "have the milliseconds than the traces."
+    )
+    return measured + "\n\n" + decision
 
 
 if __name__ == "__main__":
