@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -13,12 +14,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_command(
-    args: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, cwd: Path = ROOT
+    args: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path = ROOT,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        list(args), env=dict(env) if env is not None else None, cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, check=False,
+        list(args), env=dict(env) if env is not None else None, cwd=cwd, input=stdin, capture_output=True,
+        text=True, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def run_devstack(
+    *args: str, stdin: str | None = None, timeout: float = 180, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m devstack ARGS` from the repository root, as a user runs it."""
+    return run_command([sys.executable, "-m", "devstack", *args], timeout=timeout, env=env, stdin=stdin)
 
 
 def load_script(relative_path: str, name: str) -> ModuleType:

@@ -4,6 +4,7 @@ profiles; and each test's tier marker, from its folder."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,14 @@ def pack() -> DomainPack:
 @pytest.fixture(scope="session")
 def scripted_turns() -> list[ScriptedTurn]:
     return read_scripted_turns(SCRIPTED_TURNS, get_pack(PACK_DIR).frame)
+
+
+@pytest.fixture
+def pack_copy(tmp_path: Path) -> Path:
+    """A copy of the riverton pack folder, for tests that edit a pack file."""
+    target = tmp_path / "pack"
+    shutil.copytree(PACK_DIR, target)
+    return target
 
 
 @pytest.fixture

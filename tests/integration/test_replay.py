@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+import commands
 
 from devstack.replay import replay_conversation
 from devstack.stack import LocalStack
@@ -123,9 +124,7 @@ def test_realize_job_on_the_queue_is_the_contract(stack: LocalStack) -> None:
 
 
 def run_devstack(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "devstack", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
+    return commands.run_devstack(*args, timeout=120)
 
 
 def test_replay_cli_prints_the_trace_and_13_of_13() -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import commands
 import pytest
 from test_serve import start_server, stop_server
 
@@ -38,17 +38,9 @@ def script(tmp_path: Path) -> Path:
 
 
 def run_devstack(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """devstack with the pack's own profile: no SCREEN_PROFILE from the environment."""
     env = {key: value for key, value in os.environ.items() if key != "SCREEN_PROFILE"}
-    return subprocess.run(
-        [sys.executable, "-m", "devstack", *args],
-        cwd=ROOT,
-        input=stdin,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    return commands.run_devstack(*args, stdin=stdin, env=env)
 
 
 @pytest.mark.parametrize(

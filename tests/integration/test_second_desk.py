@@ -5,27 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
+from commands import run_devstack
 from test_serve import start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "data" / "harbourview_library"
-
-
-def run_devstack(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "devstack", *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
 
 
 def test_the_second_desk_replays_fully() -> None:

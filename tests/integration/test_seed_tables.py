@@ -8,11 +8,10 @@ drafts the seed screened.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import run_devstack
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_REPLIES = "canned:data/riverton/seed_qwen_replies.csv"
@@ -48,12 +47,6 @@ SEED_SCREENS = [
      "The handbook passages here do not answer that. I will route the question to staff."),
 ]  # fmt: skip
 SEED_OUTPUT_TOKENS = [18, 60, 38, 15, 27, 28, 60, None, None, 18, None, None, None]
-
-
-def run_devstack(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "devstack", *args], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False
-    )
 
 
 @pytest.fixture(scope="module")

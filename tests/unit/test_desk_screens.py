@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
@@ -117,13 +116,6 @@ def test_the_profiles_run_the_screens_they_name(pack: DomainPack) -> None:
         Screen.THIRD_PERSON, Screen.REQUEST_ASKS, Screen.BOILERPLATE, Screen.CONTACT_PROMISES,
     }  # fmt: skip
     assert pack.spec.screens.profile is DESK, "the pack's default is the desk profile"
-
-
-@pytest.fixture
-def pack_copy(tmp_path: Path) -> Path:
-    target = tmp_path / "pack"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "riverton", target)
-    return target
 
 
 def test_the_desk_profile_without_its_words_names_the_table(pack_copy: Path) -> None:

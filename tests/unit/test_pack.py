@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,6 @@ H06 = (
     "Data Support Certificate classes meet on Monday and Wednesday evenings from 6 p.m. to 9 p.m. "
     "The course lasts 12 weeks."
 )
-
-
-@pytest.fixture
-def pack_copy(tmp_path: Path) -> Path:
-    target = tmp_path / "pack"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "riverton", target)
-    return target
 
 
 def test_fixed_texts_are_the_seeds(pack: DomainPack) -> None:

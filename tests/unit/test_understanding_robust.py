@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import logging
 import re
-import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -236,13 +235,6 @@ def test_code_knows_no_domain_words() -> None:
 
 
 # --- pack validation stays clear --------------------------------------------------------------
-
-
-@pytest.fixture
-def pack_copy(tmp_path: Path) -> Path:
-    target = tmp_path / "pack"
-    shutil.copytree(PACK_DIR, target)
-    return target
 
 
 def _edit(pack_dir: Path, old: str, new: str) -> None:
