@@ -26,14 +26,22 @@ ROOT = Path(__file__).resolve().parents[2]
 PACK_DIRS = sorted(path.parent for path in (ROOT / "data").glob("*/domain.toml"))
 
 
+def opens(pattern: re.Pattern[str], folded: str) -> bool:
+    """Whether the pattern's gate, alone in an index, opens on this case-folded text."""
+    gates = GateIndex()
+    gated = gates.add(pattern, folded_text=True)
+    return bool(gates.opened(folded, ascii_text=folded.isascii()) & gated.bit)
+
+
 def test_a_gate_holds_the_pairs_of_words_a_match_begins_with() -> None:
-    gate = word_gate(re.compile(r"\b(?:you(?:'re|\s+are)\s+(?:now\s+)?enrolled|all\s+set|condolences)\b"))
+    pattern = re.compile(r"\b(?:you(?:'re|\s+are)\s+(?:now\s+)?enrolled|all\s+set|condolences)\b")
+    gate = word_gate(pattern)
     assert gate is not None
     assert gate.pairs == {("you", "re"), ("you", "are"), ("all", "set")}
     assert gate.words == {"condolences"}
-    assert gate.may_match("great, you're now enrolled")
-    assert gate.may_match("you are")  # the gate opens; the scan decides
-    assert not gate.may_match("would you like the course? are you sure?")
+    assert opens(pattern, "great, you're now enrolled")
+    assert opens(pattern, "you are")  # the gate opens; the scan decides
+    assert not opens(pattern, "would you like the course? are you sure?")
 
 
 def test_a_second_word_it_cannot_read_leaves_the_first_alone() -> None:
@@ -42,9 +50,10 @@ def test_a_second_word_it_cannot_read_leaves_the_first_alone() -> None:
 
 
 def test_a_match_that_may_end_inside_a_word_gates_on_its_prefix() -> None:
-    gate = word_gate(re.compile(r"\benrol"))
+    pattern = re.compile(r"\benrol")
+    gate = word_gate(pattern)
     assert gate is not None and gate.prefixes == ("enrol",)
-    assert gate.may_match("you are enrolling") and not gate.may_match("you are in")
+    assert opens(pattern, "you are enrolling") and not opens(pattern, "you are in")
 
 
 def test_a_pattern_read_from_its_end_when_its_start_is_unknown() -> None:

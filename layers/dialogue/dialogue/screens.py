@@ -42,8 +42,6 @@ class ScreenReport(NamedTuple):
 
     @classmethod
     def of(cls, screens: tuple[Screen, ...], results: Sequence[bool]) -> ScreenReport:
-        if len(screens) != len(results):
-            raise ValueError("one result per screen")
         return cls(screens, tuple(results), tuple(name for name, ok in zip(screens, results, strict=True) if not ok))
 
     @property
@@ -173,7 +171,7 @@ def third_person_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> boo
 
 def request_asks_ok(folded: Folded, action: Action, pack: DomainPack) -> bool:
     """A request for a slot asks the resident something: it holds a question."""
-    return "?" in folded.text or action not in _request_actions(pack)
+    return "?" in folded.text or action not in pack.frame.request_actions
 
 
 def boilerplate_ok(folded: Folded, words: CompiledDeskWords) -> bool:
@@ -293,15 +291,6 @@ class _Same:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Same) and other.pack is self.pack
-
-
-def _request_actions(pack: DomainPack) -> frozenset[Action]:
-    return _cached_request_actions(_Same(pack))
-
-
-@lru_cache(maxsize=64)
-def _cached_request_actions(key: _Same) -> frozenset[Action]:
-    return frozenset(slot.request_action for slot in key.pack.frame.requested_slots if slot.request_action)
 
 
 def _facts(pack: DomainPack, rows: tuple[str, ...]) -> tuple[str, str]:

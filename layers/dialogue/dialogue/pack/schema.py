@@ -66,6 +66,11 @@ class Frame(_Strict):
         """The slots the policy asks for, in the order it asks."""
         return tuple(spec for spec in self.slots if spec.request_action is not None)
 
+    @cached_property
+    def request_actions(self) -> frozenset[Action]:
+        """The actions that ask the resident for a slot."""
+        return frozenset(spec.request_action for spec in self.slots if spec.request_action is not None)
+
 
 class Program(_Strict):
     id: Identifier

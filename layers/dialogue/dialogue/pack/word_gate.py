@@ -60,15 +60,6 @@ class WordGate:
     words: frozenset[str]
     prefixes: tuple[str, ...] = ()
 
-    def may_match(self, folded: str) -> bool:
-        """Whether a case-folded text can hold a match: False only when no match can begin in it."""
-        words = _WORDS.findall(folded)
-        return (
-            not self.words.isdisjoint(words)
-            or not self.pairs.isdisjoint(pairwise(words))
-            or any(word.startswith(self.prefixes) for word in words if self.prefixes)
-        )
-
 
 @dataclass(frozen=True)
 class GatedPattern:
