@@ -5,6 +5,7 @@ controls [FILE] [--json]                     the desk's control replies through 
 chat [--realizer NAME]                       talk to the assistant in the terminal
 serve [--host H] [--port P] [--realizer NAME]  the HTTP APIs on loopback, as API Gateway serves them
 token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API that serve accepts
+eval FILE.csv [FILE.csv ...] [--json] [--goal F] a labelled set scored against the desk's understanding
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
 it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
@@ -163,6 +164,32 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from devstack.evaluate import dump_json, render, score_file
+    from dialogue.pack import PackError, get_pack
+
+    try:
+        _use_pack(args)
+        pack = get_pack()
+        reports = [score_file(Path(file), pack) for file in args.file]
+    except PackError as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+    for report in reports:
+        print(dump_json(report) if args.json else render(report, max_misses=args.misses))
+    if args.goal is not None and (short := [report.file for report in reports if report.share < args.goal]):
+        print(f"devstack: below the goal of {args.goal:.0%}: {', '.join(short)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _share(value: str) -> float:
+    share = float(value)
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError("give a share from 0 to 1, such as 0.9")
+    return share
+
+
 def _token(args: argparse.Namespace) -> int:
     from devstack.auth import LocalIssuer, devstack_home
 
@@ -244,6 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     _model_options(serve)
     _pack_option(serve)
     serve.set_defaults(run=_serve)
+
+    evaluation = commands.add_parser("eval", help="score labelled turns against the desk's understanding and policy")
+    evaluation.add_argument("file", nargs="+", help="CSV with text and expected_action/_topic/_passage_ids/_<slot>")
+    evaluation.add_argument("--json", action="store_true", help="print one JSON object per file")
+    evaluation.add_argument("--goal", type=_share, help="exit 1 when a file's share right is below this (0 to 1)")
+    evaluation.add_argument("--misses", type=int, default=50, help="how many misses to list (default: 50)")
+    evaluation.add_argument(
+        "--pack",
+        metavar="DIR",
+        help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
+    )
+    evaluation.set_defaults(run=_eval)
 
     token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")
     token.add_argument("--staff", required=True, metavar="NAME", help="the staff user's name (its subject is stable)")

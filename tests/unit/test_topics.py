@@ -19,17 +19,13 @@ figures per topic are printed (run with `-s`, or see them in the failure message
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from dialogue.actions import Action
+from devstack.evaluate import render, score_file
 from dialogue.pack import DomainPack, get_pack
-from dialogue.policy import next_state, turn_topic
-from dialogue.realize import passage_ids
-from dialogue.state import DialogueState
 from dialogue.understanding import understand
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -38,54 +34,28 @@ CASE_FILES = sorted(DATA.glob("*/topic_cases*.csv"))
 GOAL = 0.95
 
 
-def score(pack: DomainPack, cases_file: Path) -> tuple[dict[str, list[bool]], list[str]]:
-    """Per topic, whether each row came out right; and a line for each row that did not."""
+def score(pack: DomainPack, cases_file: Path) -> dict[str, list[bool]]:
+    """Per topic, whether each row came out right (through `devstack eval`'s scoring)."""
     results: dict[str, list[bool]] = defaultdict(list)
-    misses: list[str] = []
-    with cases_file.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    for line, row in enumerate(rows, start=2):
-        before = {slot: row[slot] for slot in pack.frame.slot_names if row.get(slot)}
-        state = DialogueState.new(pack.frame).with_updates(before)
-        understood = understand(row["text"], pack)
-        after, action = next_state(state, understood, pack)
-        rows_used = passage_ids(action, after, pack, turn_topic(understood, action)) if action.uses_model else ()
-        expected_rows = tuple(filter(None, row["expected_passage_ids"].split(";")))
-        right = action == Action(row["expected_action"]) and (action is not Action.INFORM or rows_used == expected_rows)
-        results[row["topic"]].append(right)
-        if not right:
-            misses.append(
-                f"line {line} ({row['topic']}): {action} {list(rows_used)}, expected {row['expected_action']} "
-                f"{list(expected_rows)}"
-            )
-    return results, misses
-
-
-def figures(results: dict[str, list[bool]]) -> str:
-    lines = [f"{'topic':<22} right  of  share"]
-    for topic, outcomes in results.items():
-        lines.append(f"{topic:<22} {sum(outcomes):>5} {len(outcomes):>3}  {sum(outcomes) / len(outcomes):>5.0%}")
-    total = [right for outcomes in results.values() for right in outcomes]
-    lines.append(f"{'all':<22} {sum(total):>5} {len(total):>3}  {sum(total) / len(total):>5.1%}")
-    return "\n".join(lines)
+    for outcome in score_file(cases_file, pack).outcomes:
+        results[outcome.case.group].append(outcome.right)
+    return results
 
 
 @pytest.mark.parametrize("cases", CASE_FILES, ids=[f"{path.parent.name}/{path.stem}" for path in CASE_FILES])
 def test_topic_questions_meet_the_goal(cases: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pack = get_pack(cases.parent)
-    results, misses = score(pack, cases)
-    table = figures(results)
+    report = score_file(cases, get_pack(cases.parent))
+    table = render(report)
     with capsys.disabled():
-        print(f"\n{cases.parent.name}/{cases.name}: topic questions, action and rows right\n{table}")
-    total = [right for outcomes in results.values() for right in outcomes]
-    assert sum(total) / len(total) >= GOAL, table + "\n" + "\n".join(misses)
+        print(f"\n{table}")
+    assert report.share >= GOAL, table
 
 
 @pytest.mark.parametrize("desk", DESKS, ids=[desk.name for desk in DESKS])
 def test_the_set_covers_every_topic(desk: Path) -> None:
     """At least 80 rows; every handbook topic, uncovered topics, off-topic questions and statements."""
     pack = get_pack(desk)
-    results, _ = score(pack, desk / "topic_cases.csv")
+    results = score(pack, desk / "topic_cases.csv")
     assert sum(len(outcomes) for outcomes in results.values()) >= 80
     covered = {topic.name for topic in pack.spec.topics if topic.covered}
     assert covered | {"uncovered", "off_topic", "statement"} <= set(results), sorted(covered - set(results))
