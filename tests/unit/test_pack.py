@@ -171,3 +171,11 @@ def test_scripted_expectations_are_the_frames_slots(tmp_path: Path, pack: Domain
 def test_missing_pack_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PackError, match=r"domain\.toml: cannot be read"):
         load_pack(tmp_path)
+
+
+def test_a_rule_yielding_to_an_unknown_benign_exception_names_file_table_and_field(pack_copy: Path) -> None:
+    domain = pack_copy / "domain.toml"
+    text = domain.read_text(encoding="utf-8")
+    domain.write_text(text.replace('"ignore_my_own_words", ', '"ignore_my_own_wordz", ', 1), encoding="utf-8")
+    with pytest.raises(PackError, match=r"domain\.toml.*understanding\.injection_rules, entry \d+, field unless"):
+        load_pack(pack_copy)

@@ -104,6 +104,7 @@ def test_screens_fired_names_rules_only(pack: DomainPack) -> None:
         "approve_me",
         "guaranteed_seat",
         "before_staff_check",
+        "seed_staff_only_words",
     )
     assert understand("Email is best.", pack).screens_fired == ()
 

@@ -7,7 +7,8 @@ Every pattern runs on `normalize(text)` (see `dialogue.normalize`). The patterns
 this module knows only the mechanism:
 
 - Screens: a turn is an injection when any `injection_rules` pattern matches, a staff-only request
-  when any `staff_only_rules` pattern matches. A screened turn yields no slot updates.
+  when any `staff_only_rules` pattern matches, except where every match of the rule lies inside a
+  match of a benign exception the rule names (`unless`). A screened turn yields no slot updates.
 - Mentions: every match of a slot rule is a mention of its value. Where two rules of one slot match
   overlapping text, the earlier rule in the pack wins.
 - Negation: a mention is negated when a negation cue ends at most `window_words` words before it, or
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -82,8 +84,22 @@ class Mention:
     negated: bool
 
 
-def _screens(text: str, rules: tuple[tuple[ScreenRule, re.Pattern[str]], ...]) -> list[str]:
-    return [rule.name for rule, pattern in rules if pattern.search(text)]
+def _screens(
+    text: str, rules: tuple[tuple[ScreenRule, re.Pattern[str]], ...], benign: Mapping[str, re.Pattern[str]]
+) -> list[str]:
+    return [rule.name for rule, pattern in rules if _fires(text, rule, pattern, benign)]
+
+
+def _fires(text: str, rule: ScreenRule, pattern: re.Pattern[str], benign: Mapping[str, re.Pattern[str]]) -> bool:
+    """Whether the rule matches somewhere that none of its benign exceptions covers."""
+    match = pattern.search(text)
+    if match is None or not rule.unless:
+        return match is not None
+    covered = [span.span() for name in rule.unless for span in benign[name].finditer(text)]
+    return any(
+        not any(start <= found.start() and found.end() <= end for start, end in covered)
+        for found in pattern.finditer(text)
+    )
 
 
 def _classify(text: str, pack: DomainPack) -> IntentRule:
@@ -265,8 +281,8 @@ def understand(text: str, pack: DomainPack) -> Understanding:
     """Screen and read one turn. A screened turn yields no slot updates."""
     normalized = normalize(text)
     patterns = pack.compiled
-    injection = _screens(normalized, patterns.injection)
-    staff_only = _screens(normalized, patterns.staff_only)
+    injection = _screens(normalized, patterns.injection, patterns.benign)
+    staff_only = _screens(normalized, patterns.staff_only, patterns.benign)
     screened = bool(injection or staff_only)
     updates, mentions_values = ({}, False) if screened else _read_slots(normalized, pack)
     intent, route, question, topic = _route(normalized, pack, mentions_values=mentions_values, screened=screened)

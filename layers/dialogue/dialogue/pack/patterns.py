@@ -104,6 +104,7 @@ class CompiledPatterns:
 
     injection: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
     staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    benign: Mapping[str, re.Pattern[str]]
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
@@ -129,6 +130,7 @@ class CompiledPatterns:
         return cls(
             injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
+            benign={exception.name: understanding(exception.pattern) for exception in rules.benign_exceptions},
             intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),

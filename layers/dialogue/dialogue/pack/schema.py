@@ -145,7 +145,19 @@ class Topic(_Strict):
 
 
 class ScreenRule(_Strict):
-    """One way of asking for something the assistant must refuse; its name says which, never the text."""
+    """One way of asking for something the assistant must refuse; its name says which, never the text.
+
+    `unless` names benign exceptions (`[[understanding.benign_exceptions]]`): a match of the rule
+    that lies wholly inside a match of one of them does not count ("please ignore my spelling")."""
+
+    name: Identifier
+    pattern: UnderstandingPatternText
+    unless: tuple[Identifier, ...] = ()
+
+
+class BenignException(_Strict):
+    """Wording that a screen rule would catch but that asks for nothing a desk must refuse; a rule
+    lists the exceptions it yields to, by name."""
 
     name: Identifier
     pattern: UnderstandingPatternText
@@ -186,6 +198,7 @@ def _unique_names(rules: tuple[ScreenRule, ...]) -> tuple[ScreenRule, ...]:
 class UnderstandingRules(_Strict):
     injection_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     staff_only_rules: tuple[ScreenRule, ...] = Field(min_length=1)
+    benign_exceptions: tuple[BenignException, ...] = ()
     intents: tuple[IntentRule, ...] = Field(min_length=1)
     questions: QuestionRules
     slot_rules: tuple[SlotRule, ...]
@@ -332,6 +345,7 @@ class DomainSpec(_Strict):
                     raise ValueError(
                         f"{located('understanding.slot_rules', index, field)}: {rule.slot} never holds {value!r}"
                     )
+        self._check_exceptions()
         for action, spec in self.actions.items():
             for slot in spec.required_slots:
                 if slot not in slot_names:
@@ -353,6 +367,17 @@ class DomainSpec(_Strict):
                 )
         self._check_topics(program_ids)
         return self
+
+    def _check_exceptions(self) -> None:
+        rules = self.understanding
+        names = [exception.name for exception in rules.benign_exceptions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{located('understanding.benign_exceptions', field='name')}: names must be unique")
+        for table in ("injection_rules", "staff_only_rules"):
+            for index, rule in enumerate(getattr(rules, table)):
+                if unknown := sorted(set(rule.unless) - set(names)):
+                    where = located(f"understanding.{table}", index, "unless")
+                    raise ValueError(f"{where}: names no benign exception: {unknown}")
 
     def _check_topics(self, program_ids: set[str]) -> None:
         names = [topic.name for topic in self.topics]
