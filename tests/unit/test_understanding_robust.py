@@ -256,7 +256,7 @@ def test_bad_negated_value_names_the_rule(pack_copy: Path) -> None:
 
 
 def test_pattern_matching_empty_text_is_refused(pack_copy: Path) -> None:
-    _edit(pack_copy, "pattern = '\\btalk to a person\\b", "pattern = '|\\btalk to a person\\b")
+    _edit(pack_copy, "    \\btalk\\ to\\ a\\ person\\b |", "    | \\btalk\\ to\\ a\\ person\\b |")
     with pytest.raises(
         PackError, match=r"domain\.toml, table understanding\.intents, entry 1, field pattern: .*empty text"
     ):

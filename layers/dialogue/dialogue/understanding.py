@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dialogue.normalize import normalize
 from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule, Topic
+from dialogue.pack.schema import StatementRules
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
 """Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
@@ -90,7 +91,9 @@ def _screens(
     return [rule.name for rule, pattern in rules if _fires(text, rule, pattern, benign)]
 
 
-def _fires(text: str, rule: ScreenRule, pattern: re.Pattern[str], benign: Mapping[str, re.Pattern[str]]) -> bool:
+def _fires(
+    text: str, rule: ScreenRule | IntentRule, pattern: re.Pattern[str], benign: Mapping[str, re.Pattern[str]]
+) -> bool:
     """Whether the rule matches somewhere that none of its benign exceptions covers."""
     match = pattern.search(text)
     if match is None or not rule.unless:
@@ -103,9 +106,11 @@ def _fires(text: str, rule: ScreenRule, pattern: re.Pattern[str], benign: Mappin
 
 
 def _classify(text: str, pack: DomainPack) -> IntentRule:
-    """The first intent whose pattern matches the normalized text, else the pack's default intent."""
+    """The first intent whose pattern matches the normalized text (outside its benign exceptions),
+    else the pack's default intent."""
+    benign = pack.compiled.benign
     for rule, pattern in pack.compiled.intents:
-        if pattern is None or pattern.search(text):
+        if pattern is None or _fires(text, rule, pattern, benign):
             return rule
     return pack.spec.understanding.default_intent
 
@@ -118,7 +123,7 @@ def _topic(text: str, pack: DomainPack) -> Topic | None:
 
 
 def _route(
-    text: str, pack: DomainPack, *, mentions_values: bool, screened: bool
+    text: str, pack: DomainPack, *, mentions_values: bool, mentions_any: bool, screened: bool
 ) -> tuple[str, Route, bool, Topic | None]:
     """The intent to record, the route, whether the turn is a question, and its topic.
 
@@ -136,7 +141,24 @@ def _route(
         return topic.intent_name, "inform", question, topic
     if question and not mentions_values:
         return pack.spec.understanding.questions.unmatched_intent, "abstain", question, None
+    statements = pack.spec.understanding.statements
+    off_the_frame = statements is not None and not (question or screened or mentions_any)
+    if off_the_frame and statements is not None and not _on_the_frame(text, pack, statements):
+        return statements.unmatched_intent, "abstain", question, None
     return intent.name, "enroll", question, None
+
+
+def _on_the_frame(text: str, pack: DomainPack, statements: StatementRules) -> bool:
+    """Whether a statement that names no frame value still belongs on the frame's path: it asks to
+    enrol, speaks of one of the desk's topics, corrects an earlier turn, or is small talk."""
+    patterns = pack.compiled
+    if len(_WORD.findall(text)) <= statements.small_talk_max_words:
+        return True
+    if patterns.frame_statement is not None and patterns.frame_statement.search(text):
+        return True
+    if patterns.correction_marker.search(text):
+        return True
+    return any(topic.covered and pattern.search(text) for topic, pattern in patterns.topics)
 
 
 class _Scope:
@@ -262,10 +284,11 @@ def _extract(text: str, pack: DomainPack) -> dict[str, str]:
     return _read_slots(text, pack)[0]
 
 
-def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool]:
-    """The slot updates, and whether the text mentions a value of a slot the policy asks for (agreeing
+def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool, bool]:
+    """The slot updates; whether the text mentions a value of a slot the policy asks for (agreeing
     or not): a question that does is about the frame. A remembered-only slot ("last night", "my kid")
-    does not make a question one."""
+    does not make a question one; and whether it mentions any slot's value (a statement that does is
+    on the frame's path)."""
     scope = _Scope(text, pack.compiled, _window(pack))
     mentions = _mentions(text, pack, scope)
     updates: dict[str, str] = {}
@@ -274,7 +297,7 @@ def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool]:
         if value is not None:
             updates[slot] = value
     asked = {slot.name for slot in pack.frame.requested_slots}
-    return updates, any(mention.slot in asked for mention in mentions)
+    return updates, any(mention.slot in asked for mention in mentions), bool(mentions)
 
 
 def understand(text: str, pack: DomainPack) -> Understanding:
@@ -284,8 +307,12 @@ def understand(text: str, pack: DomainPack) -> Understanding:
     injection = _screens(normalized, patterns.injection, patterns.benign)
     staff_only = _screens(normalized, patterns.staff_only, patterns.benign)
     screened = bool(injection or staff_only)
-    updates, mentions_values = ({}, False) if screened else _read_slots(normalized, pack)
-    intent, route, question, topic = _route(normalized, pack, mentions_values=mentions_values, screened=screened)
+    updates, mentions_values, mentions_any = ({}, False, False) if screened else _read_slots(normalized, pack)
+    intent, route, question, topic = _route(
+        normalized, pack, mentions_values=mentions_values, mentions_any=mentions_any, screened=screened
+    )
+    if route in ("abstain", "hand_off"):
+        updates = {}  # a turn the desk does not take up changes no slot
     return Understanding(
         intent=intent,
         route=route,

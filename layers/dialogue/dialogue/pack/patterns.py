@@ -108,6 +108,7 @@ class CompiledPatterns:
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
+    frame_statement: re.Pattern[str] | None
     topics: tuple[tuple[Topic, re.Pattern[str]], ...]
     negation_cue: re.Pattern[str]
     negation_after_cue: re.Pattern[str]
@@ -134,6 +135,7 @@ class CompiledPatterns:
             intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
+            frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
             topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),

@@ -83,15 +83,31 @@ IntentRoute = Literal["hand_off", "enroll"]
 
 
 class IntentRule(_Strict):
+    """An intent, in priority order; `unless` names benign exceptions whose matches do not count
+    ("are you a human?" asks about the assistant, not for a person)."""
+
     name: Identifier
     route: IntentRoute
     pattern: UnderstandingPatternText | None = None
+    unless: tuple[Identifier, ...] = ()
 
 
 class QuestionRules(_Strict):
     """What makes a turn a question for the handbook, and the intent of one that matches no topic."""
 
     pattern: UnderstandingPatternText
+    unmatched_intent: Identifier
+
+
+class StatementRules(_Strict):
+    """Which statements belong on the frame's path. A statement that mentions a frame value, matches
+    `frame_pattern` ("I want the ... course"), speaks of a covered topic, holds a correction marker,
+    or is small talk of at most `small_talk_max_words` words ("ok", "yes please") fills the frame; any
+    other statement is about something this desk does not do ("book a flight to Denver") and is
+    abstained on, recorded as `unmatched_intent`. Without this table every statement fills the frame."""
+
+    frame_pattern: UnderstandingPatternText
+    small_talk_max_words: Annotated[int, Field(ge=0, le=10)]
     unmatched_intent: Identifier
 
 
@@ -201,6 +217,7 @@ class UnderstandingRules(_Strict):
     benign_exceptions: tuple[BenignException, ...] = ()
     intents: tuple[IntentRule, ...] = Field(min_length=1)
     questions: QuestionRules
+    statements: StatementRules | None = None
     slot_rules: tuple[SlotRule, ...]
     negation: NegationRules
     corrections: CorrectionRules
@@ -373,7 +390,7 @@ class DomainSpec(_Strict):
         names = [exception.name for exception in rules.benign_exceptions]
         if len(set(names)) != len(names):
             raise ValueError(f"{located('understanding.benign_exceptions', field='name')}: names must be unique")
-        for table in ("injection_rules", "staff_only_rules"):
+        for table in ("injection_rules", "staff_only_rules", "intents"):
             for index, rule in enumerate(getattr(rules, table)):
                 if unknown := sorted(set(rule.unless) - set(names)):
                     where = located(f"understanding.{table}", index, "unless")
