@@ -40,6 +40,10 @@ CASES = [
      Action.CONFIRM, slots(), None),
     ("third_person", "Should the applicant be contacted by phone or by email?",
      Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+    ("third_person", "Staff should contact them by phone or by email. Which is it?",
+     Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+    ("unknown_programs", "I RECORDED THE FORKLIFT OPERATOR LICENCE AND THE WELDING CERTIFICATE, WITH CONTACT BY EMAIL.",
+     Action.CONFIRM, slots(), None),
     ("request_asks", "Staff can contact you by phone or by email.",
      Action.REQUEST_CONTACT, slots(channel="unknown"), None),
     ("boilerplate", "As an AI, I recorded the Forklift Operator Licence, with contact by email.",
@@ -66,6 +70,13 @@ def test_each_desk_screen_fires_on_its_kind_of_draft(
     [
         (CONFIRM_OK, Action.CONFIRM, slots(), None),
         ("Should staff contact you by phone or by email?", Action.REQUEST_CONTACT, slots(channel="unknown"), None),
+        (
+            "Could you tell me whether staff should contact you by phone or by email?",
+            Action.REQUEST_CONTACT,
+            slots(channel="unknown"),
+            None,
+        ),
+        ("I RECORDED THE FORKLIFT OPERATOR LICENCE, WITH CONTACT BY EMAIL.", Action.CONFIRM, slots(), None),
         (
             "Which program would you like: the Data Support Certificate or the Forklift Operator Licence course?",
             Action.REQUEST_PROGRAM,
@@ -104,6 +115,29 @@ def test_good_drafts_pass_every_desk_screen(
     pack: DomainPack, text: str, action: Action, state: dict[str, str], topic: str | None
 ) -> None:
     assert fired(pack, text, action, state, topic) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "state", "profiles"),
+    [
+        ("You\u2019re enrolled. I recorded the Forklift Operator Licence, with contact by email.", Action.CONFIRM,
+         slots(), {DESK}),
+        ("I recorded the Forklift Operator Licence, with contact by email. We\u2019ll text you soon.", Action.CONFIRM,
+         slots(), {DESK}),
+        ("Which program would you like: the Data Support Certificate or the Forklift Operator Licence course? And "
+         "what is your child\u2019s name?", Action.REQUEST_PROGRAM, slots(program="unknown", channel="unknown"),
+         {DESK, ScreenProfile.LESSON}),
+    ],
+)  # fmt: skip
+def test_typographic_apostrophes_are_screened_as_plain_ones(
+    pack: DomainPack, text: str, action: Action, state: dict[str, str], profiles: set[ScreenProfile]
+) -> None:
+    rows = pack.passage_ids_for(action, state["program"])
+    for profile in ScreenProfile:
+        curly = screen_reply(text, action, state, pack, rows, profile).fired
+        plain = screen_reply(text.replace("\u2019", "'"), action, state, pack, rows, profile).fired
+        assert curly == plain
+        assert bool(curly) == (profile in profiles), (profile, curly)
 
 
 def test_the_profiles_run_the_screens_they_name(pack: DomainPack) -> None:

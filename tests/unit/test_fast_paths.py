@@ -6,6 +6,9 @@
   equates with a lower-case ASCII letter other than the letter itself. Every code point is checked.
 - The riverton pack's understanding patterns all take the fast path, and match normalized text
   exactly as their IGNORECASE forms do, on the case file and on generated text full of look-alikes.
+- `normalize_reply`, the case-keeping form the reply screens read, takes a short path for ASCII text
+  that equals its general path, and case-folded by `normalize` it is `normalize` of the reply for
+  every code point but the capital look-alikes it reads by their looks.
 """
 
 from __future__ import annotations
@@ -13,13 +16,20 @@ from __future__ import annotations
 import csv
 import re
 import string
+import unicodedata
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dialogue.normalize import _normalize_unicode, normalize
+from dialogue.normalize import (
+    _CAPITAL_LOOKALIKES,
+    _normalize_reply_unicode,
+    _normalize_unicode,
+    normalize,
+    normalize_reply,
+)
 from dialogue.pack import DomainPack
 from dialogue.pack.patterns import compile_understanding
 
@@ -63,6 +73,69 @@ def test_normalized_text_has_no_case_insensitive_look_alike_of_an_ascii_letter()
     assert not set(normalize(everything[:0x3000])) & look_alikes
 
 
+_WORDS_FOR_REPLIES = st.sampled_from(
+    [
+        "You\u2019re enrolled",
+        "We\u2019ll text you soon.",
+        "child\u2019s name",
+        "en\u200brolled",
+        "\u0430ppr\u043eved",
+        "\u0421ERTIFICATE",
+        "\uff37\uff45\uff4c\uff44\uff49\uff4e\uff47",
+        "\u2014",
+        "\u00a0",
+        "\n\n",
+        "\u0345",
+        "Stra\u00dfe",
+        "\u0131",
+        "\u0130",
+        "\u017f",
+        "\u212a",
+    ]
+)
+
+
+def test_the_reply_forms_ascii_short_path_matches_the_general_one_on_every_pair_of_characters() -> None:
+    for first in ASCII:
+        for second in ASCII:
+            for text in (f" {first}{second}x", f"a{first}{second}", f"{first} {second}"):
+                assert normalize_reply(text) == _normalize_reply_unicode(text), repr(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_the_reply_forms_ascii_short_path_matches_the_general_one(text: str) -> None:
+    assert normalize_reply(text) == _normalize_reply_unicode(text)
+
+
+def test_the_reply_form_folded_is_normalize_but_for_capital_look_alikes() -> None:
+    """Every assigned code point (each alone, so that none composes with its neighbour; unassigned
+    and private-use ones are left as they are by both): the reply form, case-folded by `normalize`,
+    is `normalize` of the character, unless the character is (or decomposes to) a capital
+    look-alike, which reads as its Latin capital. The form is stable, and holds no character that
+    IGNORECASE equates with an ASCII letter but the ASCII letters."""
+    everything = [char for char in _every_character() if unicodedata.category(char) not in ("Cn", "Co")]
+    capitals = {char for char in everything if set(unicodedata.normalize("NFKD", char)) & set(_CAPITAL_LOOKALIKES)}
+    plain = " ".join(char for char in everything if char not in capitals)
+    form = normalize_reply(plain)
+    assert normalize(form) == normalize(plain)
+    assert normalize_reply(form) == form
+    assert {match.group() for match in re.finditer(r"[a-z]", form, re.IGNORECASE)} <= set(string.ascii_letters)
+    assert {char: normalize_reply(char) for char in _CAPITAL_LOOKALIKES} == _CAPITAL_LOOKALIKES
+    assert all(normalize_reply(char).isascii() for char in capitals), "accented capitals read as Latin ones"
+    assert (
+        normalize_reply("\u0421\u0435rtif\u0456c\u0430t\u0435 \u0422r\u0430\u0456n\u0456ng") == "Certificate Training"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_WORDS_FOR_REPLIES, st.text(max_size=4)), max_size=14).map(" ".join))
+def test_the_reply_form_folded_is_normalize_on_generated_text(text: str) -> None:
+    if not set(unicodedata.normalize("NFKD", text)) & set(_CAPITAL_LOOKALIKES):
+        assert normalize(normalize_reply(text)) == normalize(text)
+    assert normalize_reply(normalize_reply(text)) == normalize_reply(text)
+
+
 @pytest.fixture(scope="module")
 def understanding_patterns(pack: DomainPack) -> list[tuple[str, re.Pattern[str]]]:
     compiled = pack.compiled
@@ -82,7 +155,7 @@ def test_the_packs_understanding_patterns_take_the_fast_path(
     pack: DomainPack, understanding_patterns: list[tuple[str, re.Pattern[str]]]
 ) -> None:
     assert [name for name, pattern in understanding_patterns if pattern.flags & re.IGNORECASE] == []
-    # The screens on generated replies read raw model text: they keep IGNORECASE.
+    # The screens on generated replies read the reply normalized with its case kept: they keep IGNORECASE.
     compiled = pack.compiled
     reply_screens = (compiled.personal_detail.pattern, compiled.promise.pattern, compiled.placeholder)
     for pattern in (*reply_screens, *compiled.program_aliases.values()):

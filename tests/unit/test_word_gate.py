@@ -4,7 +4,9 @@ A gate is read from a pattern's parse tree: the words (or pairs of neighbouring 
 begin with, or else end with. The screens skip a pattern whose gate the reply's words leave shut, so
 a gate that is wrong would let a bad draft through. Checked here: the reading of small patterns, the
 ASCII rule for IGNORECASE patterns, every gated pattern of every pack on generated text built from
-its own words, and the screens' verdicts with gates against the same screens with every gate open.
+its own words (as written, and as the screens read it: normalized, disguised words included), and the
+screens' verdicts with gates against the same screens with every gate open, on the draft corpus as
+written and under every mutation of tests/unit/test_reply_mutations.py.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dialogue.actions import Action, ScreenProfile
+from dialogue.normalize import normalize_reply
 from dialogue.pack import DomainPack, get_pack
 from dialogue.pack.word_gate import GatedPattern, GateIndex, word_gate
-from dialogue.screens import screen_reply
+from dialogue.screens import Folded, names_text, screen_reply
+from tests.unit.test_reply_mutations import MUTATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK_DIRS = sorted(path.parent for path in (ROOT / "data").glob("*/domain.toml"))
@@ -127,6 +131,45 @@ def test_a_shut_gate_never_hides_a_match(pack_dir: Path, data: st.DataObject) ->
             assert opened & gated.bit, (name, text)
 
 
+_CYRILLIC = str.maketrans(
+    "aeopcAEOPCTHK", "\u0430\u0435\u043e\u0440\u0441\u0410\u0415\u041e\u0420\u0421\u0422\u041d\u041a"
+)
+# Disguises of a word that the screens' reading undoes: a typographic apostrophe, an invisible
+# character, look-alike letters, full-width forms.
+_DISGUISES = (
+    lambda w: w.replace("'", "\u2019"),
+    lambda w: w[:1] + "\u200b" + w[1:],
+    lambda w: w[:-1] + "\u00ad" + w[-1:],
+    lambda w: w.translate(_CYRILLIC),
+    lambda w: w.translate(str.maketrans("oiOI", "\u03bf\u03b9\u039f\u0399")),
+    lambda w: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in w),
+)
+
+
+@pytest.mark.parametrize("pack_dir", PACK_DIRS, ids=lambda path: path.name)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_shut_gate_never_hides_a_match_in_what_the_screens_read(pack_dir: Path, data: st.DataObject) -> None:
+    """The screens open the gates from the reply normalized and case-folded, and scan the normalized
+    reply (case kept, in title case for the unknown-program screen when it is in capitals, or folded)."""
+    pack = get_pack(pack_dir)
+    vocabulary = _vocabulary(pack)
+    cased = st.sampled_from(vocabulary).map(lambda w: data.draw(st.sampled_from([w, w.lower(), w.title(), w.upper()])))
+    word = cased.map(lambda w: data.draw(st.sampled_from([lambda x: x, *_DISGUISES]))(w))
+    separators = [" ", " ", ", ", ". ", "? ", "'", "\u2019", "-", "\u2010", "  ", "\n", "\u00a0", " \u200b"]
+    separator = st.sampled_from(separators)
+    parts = data.draw(st.lists(st.tuples(word, separator), min_size=1, max_size=14))
+    reply = "".join(w + s for w, s in parts)
+    if data.draw(st.booleans()):
+        reply = reply.upper()
+    text = normalize_reply(reply)
+    folded = Folded.of(text, pack)
+    for name, gated in _gated(pack):
+        read = names_text(text) if name == "program_name" else text if gated.ascii_only else folded.text
+        if gated.pattern.search(read) is not None:
+            assert folded.opened is not None and folded.opened & gated.bit, (name, reply)
+
+
 def _drafts() -> list[dict[str, str]]:
     with (ROOT / "data" / "riverton" / "drafts.csv").open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
@@ -145,8 +188,9 @@ def test_the_screens_give_the_same_verdicts_with_every_gate_open(monkeypatch: py
             }
             action = Action(row["action"])
             rows = pack.passage_ids_for(action, row["program"], row["topic"] or None)
-            for profile in ScreenProfile:
-                found.append(tuple(screen_reply(row["text"], action, state, pack, rows, profile).fired))
+            for text in (row["text"], *(mutation(row["text"]) for mutation in MUTATIONS.values())):
+                for profile in ScreenProfile:
+                    found.append(tuple(screen_reply(text, action, state, pack, rows, profile).fired))
         return found
 
     gated = verdicts()

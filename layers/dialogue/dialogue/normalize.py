@@ -30,6 +30,18 @@ lower case matches it the same with or without IGNORECASE (see `dialogue.pack`).
 
 ASCII text, most turns, takes a short path with the same result: of the steps above only case
 folding, dropping controls and the backquote apply to it.
+
+`normalize_reply` is the same form with letter case kept, for the screens on a generated reply
+(`dialogue.screens`): a screen that looks for capitals (a program's name) needs them, and the others
+read `normalize(normalize_reply(reply))`. It takes steps 1 and 3-5 but not step 2: a capital whose
+small letter is a look-alike becomes the Latin capital ("\\u0421" reads "C", "\\u0399" "I"), and so
+does a Cyrillic or Greek capital that looks like a Latin one though its small letter does not
+("\\u0422" reads "T", "\\u041d" "H", "\\u039d" "N"; `_CAPITAL_LOOKALIKES`). So
+`normalize(normalize_reply(text)) == normalize(text)` for every text without those capitals (or
+letters that decompose to them, such as "\\u040c"), and with them the screens read the Latin letter
+a resident sees (tests/unit/test_fast_paths.py checks every code point). ASCII replies take a short
+path: most hold nothing to change (no control, backquote, doubled or outer space) and are returned
+as they are.
 """
 
 from __future__ import annotations
@@ -101,6 +113,29 @@ _ASCII = str.maketrans(
 )
 
 
+# Cyrillic and Greek capitals that look like a Latin capital (Unicode's confusables), where the
+# capital's small letter looks like no Latin one ("\u0442" is not a "t") or like another ("\u03bd" is
+# a "v", its capital "\u039d" an "N").
+_CAPITAL_LOOKALIKES = {
+    "\u0412": "B",  # CYRILLIC CAPITAL LETTER VE
+    "\u041a": "K",  # CYRILLIC CAPITAL LETTER KA
+    "\u041c": "M",  # CYRILLIC CAPITAL LETTER EM
+    "\u041d": "H",  # CYRILLIC CAPITAL LETTER EN
+    "\u0422": "T",  # CYRILLIC CAPITAL LETTER TE
+    "\u04ae": "Y",  # CYRILLIC CAPITAL LETTER STRAIGHT U
+    "\u04c0": "I",  # CYRILLIC LETTER PALOCHKA
+    "\u0392": "B",  # GREEK CAPITAL LETTER BETA
+    "\u0395": "E",  # GREEK CAPITAL LETTER EPSILON
+    "\u0396": "Z",  # GREEK CAPITAL LETTER ZETA
+    "\u0397": "H",  # GREEK CAPITAL LETTER ETA
+    "\u039c": "M",  # GREEK CAPITAL LETTER MU
+    "\u039d": "N",  # GREEK CAPITAL LETTER NU
+    "\u03a4": "T",  # GREEK CAPITAL LETTER TAU
+    "\u03a5": "Y",  # GREEK CAPITAL LETTER UPSILON
+    "\u03a7": "X",  # GREEK CAPITAL LETTER CHI
+}
+
+
 def _visible(character: str) -> bool:
     return ord(character) not in _INVISIBLE and unicodedata.category(character) not in _DROPPED_CATEGORIES
 
@@ -119,3 +154,62 @@ def _normalize_unicode(text: str) -> str:
     kept = "".join(" " if char.isspace() else char for char in folded if char.isspace() or _visible(char))
     composed = unicodedata.normalize("NFC", kept.translate(_PUNCTUATION))
     return " ".join(composed.split())
+
+
+class _ReplyCharacters(dict[int, str | None]):
+    """`normalize_reply`'s table for `str.translate`, from a character of NFKD-decomposed text to what
+    it becomes: filled as characters are met (ASCII at once), to a bounded size."""
+
+    LIMIT = 8192
+
+    def __missing__(self, code: int) -> str | None:
+        value = _reply_character(chr(code))
+        if len(self) < self.LIMIT:
+            self[code] = value
+        return value
+
+
+def _reply_character(char: str) -> str | None:
+    """What one character of NFKD-decomposed text becomes in `normalize_reply`'s form: a space, nothing
+    (an invisible one), a plain quote or dash, a Latin letter for a look-alike in the same case, or
+    itself."""
+    if char.isspace():
+        return " "
+    if not _visible(char):
+        folded = char.casefold()  # a mark that case folding makes a letter reads as normalize reads it
+        if folded == char or not all(map(_visible, folded)):
+            return None
+        return "".join(_reply_character(part) or "" for part in folded)
+    if char in _CAPITAL_LOOKALIKES:
+        return _CAPITAL_LOOKALIKES[char]
+    plain = char.translate(_PUNCTUATION)
+    if plain != char or char.isascii():
+        return plain
+    folded = char.casefold()
+    if len(folded) == 1 and folded in _LATIN_LOOKALIKES:  # a capital whose small letter is a look-alike
+        return _LATIN_LOOKALIKES[folded].upper()
+    return char
+
+
+_REPLY_CHARACTERS = _ReplyCharacters()
+for _code in range(128):
+    _REPLY_CHARACTERS[_code] = _reply_character(chr(_code))
+
+
+def normalize_reply(text: str) -> str:
+    """`normalize` with letter case kept: the form every screen on a generated reply reads (see the
+    module's note). The reply shown stays as written."""
+    if text.isascii():
+        # Most replies hold nothing to change: no control or whitespace but the space (ASCII's printable
+        # characters), no backquote, no doubled space, no space at either end.
+        if text.isprintable() and "`" not in text and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            return text
+        return " ".join(text.translate(_ASCII).split())
+    return _normalize_reply_unicode(text)
+
+
+def _normalize_reply_unicode(text: str) -> str:
+    """`normalize_reply` for any text: decomposed, each character as `_reply_character` says, composed,
+    whitespace collapsed."""
+    kept = unicodedata.normalize("NFKD", text).translate(_REPLY_CHARACTERS)
+    return " ".join(unicodedata.normalize("NFC", kept).split())

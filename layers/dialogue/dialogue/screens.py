@@ -8,6 +8,18 @@ program or service names the pack does not know, day and date words absent from 
 wording that addresses staff or a third person, a request that asks the resident nothing,
 boilerplate that does not belong at a desk, and contact promises with a time or another channel.
 Wording the selected handbook rows themselves use is the handbook's, and passes.
+
+Every screen reads the reply as a resident reads it, not as its characters are written: normalized
+by `dialogue.normalize.normalize_reply` (NFKC, typographic quotes, apostrophes and dashes made plain,
+invisible characters gone, Cyrillic and Greek look-alikes made Latin, whitespace collapsed), so
+"You\\u2019re enrolled" is held like "You're enrolled". The lesson's screens, the placeholder, the
+required patterns, the program aliases and the confirm's slot checks read that form with its letter
+case; the desk's word screens read it case-folded (`normalize`, as understanding reads a turn); the
+unknown-program screen, which needs capitals, reads a reply with no lower-case letter in title case
+(`names_text`), so that "THE WELDING CERTIFICATE" reads "The Welding Certificate". The handbook rows
+the reply is checked against are read the same way. The resident is shown the reply as the model
+wrote it.
+
 Generation checks: the model hit its token cap, never emitted EOS, failed, or the prompt was over
 budget. Any of these shows the fixed fallback; only a content screen labels the reply
 "held for human review". Every generated reply's human check stays "pending".
@@ -21,6 +33,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
+from dialogue.normalize import normalize, normalize_reply
 from dialogue.pack import DomainPack
 from dialogue.pack.patterns import CompiledDeskWords
 from dialogue.pack.word_gate import GatedPattern
@@ -56,6 +69,18 @@ class ScreenReport(NamedTuple):
 def allowed_fact_text(passage_ids: Sequence[str], pack: DomainPack) -> str:
     """The text of the handbook rows the prompt held, joined: the only source of numerals."""
     return " ".join(pack.passages[passage_id].text for passage_id in passage_ids if passage_id in pack.passages)
+
+
+_CAPITALS = re.compile(r"[A-Z][A-Z'-]*")
+
+
+def names_text(text: str) -> str:
+    """The text the unknown-program screen reads: `text`, or, where it has no lower-case letter (a reply
+    in capitals), each word capitalized ("WELDING" reads "Welding", "YOU'RE" "You're"), so that its
+    names read as in sentence case. Only letter case changes: the reply's words (and so its word gates)
+    stay the same. A name in capitals inside a reply in sentence case is read as written (a check on
+    every word would cost every reply about a microsecond, where `isupper` costs a few hundredths)."""
+    return _CAPITALS.sub(lambda word: word[0].capitalize(), text) if text.isupper() else text
 
 
 @lru_cache(maxsize=512)
@@ -105,9 +130,11 @@ class Folded(NamedTuple):
     opened: int | None = None
 
     @classmethod
-    def of(cls, reply: str, pack: DomainPack) -> Folded:
-        folded = reply.casefold()
-        return cls(folded, pack.compiled.gates.opened(folded, ascii_text=reply.isascii()))
+    def of(cls, text: str, pack: DomainPack) -> Folded:
+        """`text`, a reply in `normalize_reply`'s form, case-folded as `normalize` folds it."""
+        ascii_text = text.isascii()
+        folded = text.lower() if ascii_text else normalize(text)  # for ASCII text in this form, the same
+        return cls(folded, pack.compiled.gates.opened(folded, ascii_text=ascii_text))
 
 
 def _beyond(pattern: GatedPattern, folded: Folded, facts: str) -> bool:
@@ -142,11 +169,13 @@ def personal_questions_ok(folded: Folded, words: CompiledDeskWords, facts: str) 
     return not _beyond(words.personal_question, folded, facts)
 
 
-def unknown_programs_ok(reply: str, words: CompiledDeskWords, pack: DomainPack, facts: str, opened: int | None) -> bool:
-    """Every program- or service-like name (in the reply as written: capitals count) is one of the pack's,
-    by a reply alias, or one the facts name."""
+def unknown_programs_ok(text: str, words: CompiledDeskWords, pack: DomainPack, facts: str, opened: int | None) -> bool:
+    """Every program- or service-like name (in the reply with its capitals, as `names_text` reads them)
+    is one of the pack's, by a reply alias, or one the facts name."""
+    if opened is not None and not opened & words.program_name.bit:  # the gate is shut: no name to read
+        return True
     joined, aliases = pack.compiled.any_program_alias, pack.compiled.program_aliases.values()
-    for match in words.program_name.finditer(reply, opened):
+    for match in words.program_name.finditer(names_text(text)):
         name = match.group(0)
         known = joined.search(name) if joined is not None else any(alias.search(name) for alias in aliases)
         if not known and name.casefold() not in facts:
@@ -205,23 +234,24 @@ def screen_reply(
     passage_ids: Sequence[str] | None = None,
     profile: ScreenProfile = ScreenProfile.LESSON,
 ) -> ScreenReport:
-    """Run every content screen of `profile` on one generated reply. `passage_ids` are the rows its
-    prompt held (the job's); without them, the rows the pack gives the action and program outside any
-    topic."""
+    """Run every content screen of `profile` on one generated reply, read normalized (see the module's
+    note). `passage_ids` are the rows its prompt held (the job's); without them, the rows the pack
+    gives the action and program outside any topic."""
     program = slots[pack.program_slot]
     patterns = pack.compiled
     rows = pack.passage_ids_for(action, program) if passage_ids is None else passage_ids
     facts, folded_facts = _facts(pack, tuple(rows))
     desk = profile is ScreenProfile.DESK
+    text = normalize_reply(reply)
     # The desk's screens read the reply's words, which also let the lesson's word screens skip a scan.
-    folded = Folded.of(reply, pack) if desk else Folded(reply)
+    folded = Folded.of(text, pack) if desk else Folded(text)
     results = [
-        numerals_ok(reply, facts),
-        program_names_ok(reply, action, program, pack, facts),
-        action_slots_ok(reply, action, slots, pack),
-        patterns.personal_detail.search(reply, folded.opened) is None,
-        patterns.promise.search(reply, folded.opened) is None,
-        patterns.placeholder.search(reply) is None,
+        numerals_ok(text, facts),
+        program_names_ok(text, action, program, pack, facts),
+        action_slots_ok(text, action, slots, pack),
+        patterns.personal_detail.search(text, folded.opened) is None,
+        patterns.promise.search(text, folded.opened) is None,
+        patterns.placeholder.search(text) is None,
     ]
     if desk:
         words, spec = patterns.desk, pack.spec.screens.desk
@@ -231,7 +261,7 @@ def screen_reply(
         results += (
             status_claims_ok(folded, words, folded_facts),
             personal_questions_ok(folded, words, folded_facts),
-            unknown_programs_ok(reply, words, pack, folded_facts, folded.opened),
+            unknown_programs_ok(text, words, pack, folded_facts, folded.opened),
             date_words_ok(folded, words, folded_facts),
             third_person_ok(folded, words, folded_facts),
             request_asks_ok(folded, action, pack),
@@ -294,14 +324,15 @@ class _Same:
 
 
 def _facts(pack: DomainPack, rows: tuple[str, ...]) -> tuple[str, str]:
-    """The selected rows' text, as written and case-folded: a few rows, shared by many replies."""
+    """The selected rows' text, read as the reply is: normalized with its case, and case-folded. A few
+    rows, shared by many replies."""
     return _cached_facts(_Same(pack), rows)
 
 
 @lru_cache(maxsize=512)
 def _cached_facts(key: _Same, rows: tuple[str, ...]) -> tuple[str, str]:
-    facts = allowed_fact_text(rows, key.pack)
-    return facts, facts.casefold()
+    facts = normalize_reply(allowed_fact_text(rows, key.pack))
+    return facts, normalize(facts)
 
 
 def _fallback(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ...]) -> str:

@@ -2,7 +2,8 @@
 
 Understanding patterns are matched against `dialogue.normalize.normalize(text)` (NFKC-folded,
 case-folded, invisible characters gone); the reply screens, program aliases and required patterns run
-on a generated reply as it is.
+on a generated reply normalized with its letter case kept (`dialogue.normalize.normalize_reply`), and
+the desk's word screens on that case-folded (`normalize` of it): see `dialogue.screens`.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def compile_understanding(pattern: str) -> re.Pattern[str]:
 
 
 def gated_reply_pattern(pattern: str, gates: GateIndex) -> GatedPattern:
-    """A reply screen's pattern for the reply as written (IGNORECASE), with its word gate for ASCII
-    replies."""
+    """A reply screen's pattern for the reply normalized with its case kept (IGNORECASE), with its word
+    gate for replies that are ASCII in that form."""
     return gates.add(compile_pattern(pattern), folded_text=False)
 
 

@@ -11,9 +11,12 @@ it on generated text). It holds the pairs of words a match can begin with, or th
 where the second cannot be read, so "you are enrolled" opens the status-claim gate and "would you
 like" does not. A pattern whose start cannot be read (a class such as `[A-Z]` or `\\w` where a word
 begins) is read from its end when it ends at a `\\b`; one that cannot be read either way is always
-scanned. Letters A-Z count as a-z; a pattern with IGNORECASE, or one run on the reply as written,
-has a gate for ASCII replies alone (IGNORECASE equates the dotless i with i, and case folding keeps
-it), and is always scanned on others.
+scanned. Letters A-Z count as a-z; a pattern with IGNORECASE, or one run on the reply with its case
+kept, has a gate for ASCII replies alone (IGNORECASE equates the dotless i with i, and case folding
+keeps it), and is always scanned on others. The screens open the gates from the reply normalized
+(`dialogue.normalize.normalize_reply`) and case-folded, and scan the normalized reply, with its case
+or folded: a reply whose curly apostrophes or look-alike letters normalization makes plain is ASCII
+there, and gated like any other.
 """
 
 from __future__ import annotations
@@ -65,8 +68,8 @@ class WordGate:
 class GatedPattern:
     """A pattern with its gate (None: always scanned) and its bit in its `GateIndex`.
 
-    `ascii_only`: the gate holds for ASCII text alone (the pattern runs on text as written, or with
-    IGNORECASE); on other text it stays open."""
+    `ascii_only`: the gate holds for ASCII text alone (the pattern runs on text with its case kept, or
+    with IGNORECASE); on other text it stays open."""
 
     pattern: re.Pattern[str]
     gate: WordGate | None
@@ -97,7 +100,7 @@ class GateIndex:
         self._prefixed: list[tuple[int, tuple[str, ...]]] = []
 
     def add(self, pattern: re.Pattern[str], *, folded_text: bool) -> GatedPattern:
-        """Gate `pattern`, which runs on text case-folded (`folded_text`) or as written."""
+        """Gate `pattern`, which runs on text case-folded (`folded_text`) or with its case kept."""
         bit = 1 << self._count
         self._count += 1
         gate = word_gate(pattern)
@@ -117,7 +120,7 @@ class GateIndex:
 
     def opened(self, folded: str, *, ascii_text: bool) -> int:
         """The bits of the patterns that may match: `folded` is the text case-folded, `ascii_text`
-        whether the text as written is ASCII."""
+        whether the text with its case kept (what the `ascii_only` patterns scan) is ASCII."""
         words = _WORDS.findall(folded)
         mask = self._always if ascii_text else self._always | self._ascii_only
         table = self._table
