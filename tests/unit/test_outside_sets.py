@@ -10,6 +10,7 @@ checked against the figures reached so far, so that none can slip back unnoticed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +34,9 @@ class Goal:
     rows: int
 
 
-def _share(outcomes: list[Outcome], test: object) -> tuple[float, int]:
-    picked = list(outcomes)
-    hits = sum(bool(test(outcome)) for outcome in picked)  # type: ignore[operator]
-    return (hits / len(picked) if picked else 0.0), len(picked)
+def _share(outcomes: list[Outcome], test: Callable[[Outcome], bool]) -> tuple[float, int]:
+    hits = sum(test(outcome) for outcome in outcomes)
+    return (hits / len(outcomes) if outcomes else 0.0), len(outcomes)
 
 
 def heldout_outcomes(desk: Path) -> dict[str, list[Outcome]]:
@@ -50,7 +50,10 @@ def heldout_outcomes(desk: Path) -> dict[str, list[Outcome]]:
 def goals(desk: Path) -> list[Goal]:
     sets = heldout_outcomes(desk)
     every = [outcome for outcomes in sets.values() for outcome in outcomes]
-    groups = lambda *names: [outcome for outcome in every if outcome.case.group in names]  # noqa: E731
+
+    def groups(*names: str) -> list[Outcome]:
+        return [outcome for outcome in every if outcome.case.group in names]
+
     answerable = [o for o in every if o.case.action is not None and o.case.action.accepted == (Action.INFORM,)]
     injections = groups("injection", "injection_nonenglish")
     benign = [outcome for outcome in every if not outcome.case.group.startswith("injection")]

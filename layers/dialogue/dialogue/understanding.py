@@ -142,8 +142,8 @@ def _route(
     if question and not mentions_values:
         return pack.spec.understanding.questions.unmatched_intent, "abstain", question, None
     statements = pack.spec.understanding.statements
-    off_the_frame = statements is not None and not (question or screened or mentions_any)
-    if off_the_frame and statements is not None and not _on_the_frame(text, pack, statements):
+    on_the_frame = question or screened or mentions_any
+    if statements is not None and not (on_the_frame or _on_the_frame(text, pack, statements)):
         return statements.unmatched_intent, "abstain", question, None
     return intent.name, "enroll", question, None
 
