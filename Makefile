@@ -22,7 +22,7 @@ $(STAMP): requirements-dev.txt layers/dialogue/requirements.txt requirements-eng
 venv: $(STAMP)
 
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
-	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson
+	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson --understanding lesson
 
 test: $(STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
 	$(BIN)/python -m pytest

@@ -9,7 +9,9 @@ eval FILE.csv [FILE.csv ...] [--json] [--goal F] a labelled set scored against t
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
 it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
-reply screens' profile); without it, SCREEN_PROFILE, else the pack's.
+reply screens' profile); without it, SCREEN_PROFILE, else the pack's. They and eval take
+--understanding lesson|desk (rules alone, or rules and the desk's examples.toml); without it,
+UNDERSTANDING_PROFILE, else the pack's.
 """
 
 from __future__ import annotations
@@ -39,13 +41,15 @@ def _realizer(value: str) -> str:
 
 def _use_pack(args: argparse.Namespace) -> None:
     """Make --pack the desk of this process and of everything it starts (handlers, serve's workers)."""
-    from dialogue.pack import PACK_DIR_ENV, PackError, forget_loaded_packs, get_pack, pack_dir_for
+    from dialogue.pack import PACK_DIR_ENV, PROFILE_ENV, PackError, forget_loaded_packs, get_pack, pack_dir_for
 
     if getattr(args, "pack", None):
         os.environ[PACK_DIR_ENV] = str(pack_dir_for(args.pack).resolve())
         forget_loaded_packs()
     if getattr(args, "screens", None):
         os.environ[SCREEN_PROFILE_ENV] = args.screens
+    if getattr(args, "understanding", None):
+        os.environ[PROFILE_ENV] = args.understanding
     pack = get_pack()  # a pack with a mistake stops here, with the file, table and field named
     if active_profile(pack) == "desk" and pack.spec.screens.desk is None:
         raise PackError(f"{pack.spec.domain.name}: the desk screen profile needs [screens.desk] in its domain.toml")
@@ -223,6 +227,16 @@ def _pack_option(parser: argparse.ArgumentParser) -> None:
         choices=("lesson", "desk"),
         help="the reply screens: the lesson's six, or the desk's (default: SCREEN_PROFILE, else the pack's)",
     )
+    _understanding_option(parser)
+
+
+def _understanding_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--understanding",
+        choices=("lesson", "desk"),
+        help="how turns are read: by the rules alone (the lesson's), or by the rules and the desk's examples "
+        "(default: UNDERSTANDING_PROFILE, else the pack's)",
+    )
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -282,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
     )
+    _understanding_option(evaluation)
     evaluation.set_defaults(run=_eval)
 
     token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")

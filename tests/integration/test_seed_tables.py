@@ -52,7 +52,15 @@ SEED_OUTPUT_TOKENS = [18, 60, 38, 15, 27, 28, 60, None, None, 18, None, None, No
 @pytest.fixture(scope="module")
 def seed_rows() -> list[dict]:
     result = run_devstack(
-        "replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--json", "--screens", "lesson"
+        "replay",
+        "data/riverton/scripted_turns.csv",
+        "--realizer",
+        SEED_REPLIES,
+        "--json",
+        "--screens",
+        "lesson",
+        "--understanding",
+        "lesson",
     )
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -112,7 +120,14 @@ def test_json_carries_token_and_generation_fields(seed_rows: list[dict]) -> None
 
 def test_printed_tables_hold_the_seeds_transcript_and_summary() -> None:
     result = run_devstack(
-        "replay", "data/riverton/scripted_turns.csv", "--realizer", SEED_REPLIES, "--screens", "lesson"
+        "replay",
+        "data/riverton/scripted_turns.csv",
+        "--realizer",
+        SEED_REPLIES,
+        "--screens",
+        "lesson",
+        "--understanding",
+        "lesson",
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout

@@ -187,6 +187,40 @@ class ExampleIndex:
         """How many examples the index holds."""
         return self._size
 
+    @staticmethod
+    def _read(
+        examples: Mapping[str, Sequence[str]],
+    ) -> list[tuple[str, list[tuple[dict[str, float], dict[str, float]]]]]:
+        """Each label and its examples' words and bigrams, checked as `build` documents."""
+        if not examples:
+            raise ValueError("no labels: give at least one label with examples")
+        read = []
+        for label, texts in examples.items():
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"label {label!r} is not a non-empty string")
+            if isinstance(texts, str):
+                raise ValueError(f"label {label!r}: examples must be a sequence of strings, not one string")
+            if not texts:
+                raise ValueError(f"label {label!r} has no examples")
+            parts = []
+            for position, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise ValueError(f"label {label!r}, example {position}: not a string")
+                words, bigrams = _words_and_bigrams(normalize(text))
+                if not words:
+                    raise ValueError(f"label {label!r}, example {position}: has no words")
+                if all(word in STOP_WORDS for word in words):
+                    raise ValueError(f"label {label!r}, example {position}: has only function words")
+                parts.append((words, bigrams))
+            read.append((label, parts))
+        return read
+
+    @classmethod
+    def check(cls, examples: Mapping[str, Sequence[str]]) -> None:
+        """Raise what `build` would raise for these examples, without building the index (a few ms
+        where building takes hundreds: a pack checks its examples at load and builds on first use)."""
+        cls._read(examples)
+
     @classmethod
     def build(cls, examples: Mapping[str, Sequence[str]], *, prune: float = PRUNE) -> ExampleIndex:
         """An index of `examples`, label to its example utterances, in their order (ties between labels
@@ -197,28 +231,13 @@ class ExampleIndex:
         `prune` leaves out of the lists the entries worth less than that much cosine when the word (or
         n-gram, or bigram) is the turn's only one: a turn's score is the same within a few thousandths.
         """
-        if not examples:
-            raise ValueError("no labels: give at least one label with examples")
         labels: list[str] = []
         ranges: list[tuple[int, int]] = []
         vocabulary: dict[str, tuple[str, ...]] = {}
         documents: list[dict[str, float]] = []  # per example, feature -> tf times kind weight
-        for label, texts in examples.items():
-            if not isinstance(label, str) or not label.strip():
-                raise ValueError(f"label {label!r} is not a non-empty string")
-            if isinstance(texts, str):
-                raise ValueError(f"label {label!r}: examples must be a sequence of strings, not one string")
-            if not texts:
-                raise ValueError(f"label {label!r} has no examples")
+        for label, read in cls._read(examples):
             start = len(documents)
-            for position, text in enumerate(texts):
-                if not isinstance(text, str):
-                    raise ValueError(f"label {label!r}, example {position}: not a string")
-                words, bigrams = _words_and_bigrams(normalize(text))
-                if not words:
-                    raise ValueError(f"label {label!r}, example {position}: has no words")
-                if all(word in STOP_WORDS for word in words):
-                    raise ValueError(f"label {label!r}, example {position}: has only function words")
+            for words, bigrams in read:
                 document: dict[str, float] = {}
                 for word, tf in words.items():
                     features = vocabulary.get(word)

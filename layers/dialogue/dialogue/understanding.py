@@ -31,6 +31,12 @@ this module knows only the mechanism:
   ("could you sign me up for ...?"); anything else fills the frame. A screened turn is refused and
   read as a statement. The intent recorded is the topic's (or the pack's unmatched-question intent)
   where a topic decides the route.
+- Examples (the desk profile only, `pack.example_index`): after the rules, the turn's nearest example
+  utterance (`dialogue.similarity`, labels from `examples.toml`) may amend their reading where it is
+  sure (`min_score`, `min_margin`) and the rules were not exact: a hand-off or a topic the rules missed,
+  a slot value no rule read, a handbook answer withdrawn when the turn is nearest other desks' turns.
+  What the rules read exactly (a screen, a hand-off, a topic's rows, a slot value) stands. The
+  lesson profile reads no examples. The index returns labels only; the text stays here.
 """
 
 from __future__ import annotations
@@ -44,8 +50,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.normalize import normalize
-from dialogue.pack import CompiledPatterns, DomainPack, IntentRule, ScreenRule, Topic
+from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, ScreenRule, Topic
+from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
 from dialogue.pack.schema import StatementRules
+from dialogue.similarity import Match
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
 """Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
@@ -311,15 +319,88 @@ def understand(text: str, pack: DomainPack) -> Understanding:
     intent, route, question, topic = _route(
         normalized, pack, mentions_values=mentions_values, mentions_any=mentions_any, screened=screened
     )
-    if route in ("abstain", "hand_off"):
-        updates = {}  # a turn the desk does not take up changes no slot
+    reading = _Reading(intent, route, question, topic, updates, injection, staff_only)
+    if pack.example_index is not None and pack.examples is not None:
+        reading = _by_examples(reading, pack.example_index.match(normalized), pack, pack.examples)
+    if reading.route in ("abstain", "hand_off"):
+        reading.updates = {}  # a turn the desk does not take up changes no slot
     return Understanding(
-        intent=intent,
-        route=route,
-        injection_screen=bool(injection),
-        privileged_request=bool(staff_only),
-        slot_updates=updates,
-        screens_fired=(*injection, *staff_only),
-        question=question,
-        topic=topic.name if topic else None,
+        intent=reading.intent,
+        route=reading.route,
+        injection_screen=bool(reading.injection),
+        privileged_request=bool(reading.staff_only),
+        slot_updates=reading.updates,
+        screens_fired=(*reading.injection, *reading.staff_only),
+        question=reading.question,
+        topic=reading.topic.name if reading.topic else None,
     )
+
+
+@dataclass
+class _Reading:
+    """A turn as the rules read it, which the desk's examples may then amend."""
+
+    intent: str
+    route: Route
+    question: bool
+    topic: Topic | None
+    updates: dict[str, str]
+    injection: list[str]
+    staff_only: list[str]
+
+
+def _by_examples(reading: _Reading, found: Match | None, pack: DomainPack, examples: ExampleSet) -> _Reading:
+    """The rules' reading, amended by the nearest example where it is sure (`min_score`, `min_margin`).
+
+    The rules go first wherever they are exact: a screened turn stays refused, a hand-off stays one, a
+    topic a rule found keeps its rows, a slot value a rule read keeps it. The examples add what the
+    rules missed: a refusal (at `screen_min_score`), a hand-off, a topic for a question or statement no
+    rule placed, a slot value no rule read. A handbook answer needs the turn to be like some example
+    (`inform_min_score`), and is abstained on when the nearest examples are other desks' turns.
+    """
+    if reading.injection or reading.staff_only:
+        return reading
+    score = found.score if found else 0.0
+    if reading.route == "inform" and score < examples.inform_min_score:
+        return _abstain(reading, pack.spec.understanding.questions.unmatched_intent)
+    if found is None or found.score < examples.min_score or found.margin < examples.min_margin:
+        return reading
+    kind, _, name = found.label.partition(":")
+    if kind == SCREEN and found.score >= examples.screen_min_score:
+        fired = [f"{name}_examples"]
+        reading.updates = {}
+        if name == "injection":
+            reading.injection = fired
+        else:
+            reading.staff_only = fired
+        return reading
+    if reading.route == "hand_off":
+        return reading
+    if kind == INTENT:
+        rule = next(rule for rule in pack.spec.understanding.intents if rule.name == name)
+        if rule.route == "hand_off":
+            reading.intent, reading.route, reading.topic = rule.name, "hand_off", None
+        elif reading.route == "abstain" and reading.topic is None and not reading.question:
+            reading.intent, reading.route = rule.name, "enroll"  # a statement about the frame after all
+        return reading
+    unplaced = reading.topic is None and (reading.route == "abstain" or not reading.updates)
+    if kind == TOPIC and unplaced:
+        topic = pack.topic(name)
+        if topic is not None:
+            reading.intent, reading.topic, reading.question = topic.intent_name, topic, True
+            reading.route = "inform" if topic.covered else "abstain"
+        return reading
+    if kind == OTHER and reading.route == "inform":
+        return _abstain(reading, pack.spec.understanding.questions.unmatched_intent)
+    off_the_desk = reading.route == "abstain" and reading.topic is None
+    if kind == VALUE and (reading.route == "enroll" or off_the_desk):
+        slot, _, value = name.partition(":")
+        reading.updates.setdefault(slot, value)
+        if off_the_desk:  # a turn the rules placed nowhere gives a slot's value after all ("ring me?")
+            reading.intent, reading.route = pack.spec.understanding.default_intent.name, "enroll"
+    return reading
+
+
+def _abstain(reading: _Reading, intent: str) -> _Reading:
+    reading.intent, reading.route, reading.topic = intent, "abstain", None
+    return reading

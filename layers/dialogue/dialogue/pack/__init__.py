@@ -2,8 +2,11 @@
 at load (`schema`), read from a folder (`loader`), its patterns compiled once (`patterns`); scripted
 conversations to replay against it (`scripted`)."""
 
+from dialogue.pack.examples import ExampleSet
 from dialogue.pack.loader import (
+    EXAMPLES_FILE,
     PACK_DIR_ENV,
+    PROFILE_ENV,
     PackError,
     default_pack_dir,
     forget_loaded_packs,
@@ -26,16 +29,20 @@ from dialogue.pack.schema import (
     SlotRule,
     SlotSpec,
     Topic,
+    UnderstandingProfile,
 )
 from dialogue.pack.scripted import ScriptedTurn, read_scripted_turns, scripted_turns_by_conversation
 
 __all__ = [
+    "EXAMPLES_FILE",
     "PACK_DIR_ENV",
+    "PROFILE_ENV",
     "UNKNOWN",
     "ActionSpec",
     "CompiledPatterns",
     "DomainPack",
     "DomainSpec",
+    "ExampleSet",
     "Frame",
     "HandbookRow",
     "IntentRule",
@@ -46,6 +53,7 @@ __all__ = [
     "SlotRule",
     "SlotSpec",
     "Topic",
+    "UnderstandingProfile",
     "default_pack_dir",
     "forget_loaded_packs",
     "get_pack",

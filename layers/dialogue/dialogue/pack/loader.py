@@ -1,4 +1,5 @@
-"""Loading a pack from its folder: `domain.toml` and `handbook.csv`, validated, once per process.
+"""Loading a pack from its folder: `domain.toml`, `handbook.csv` and, where the desk has one,
+`examples.toml`, validated, once per process.
 
 A malformed pack raises `PackError` naming the file and the row or entry at fault.
 """
@@ -10,13 +11,17 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from dialogue.pack.schema import DomainPack, DomainSpec, HandbookRow, located
+from dialogue.pack.examples import ExampleSet
+from dialogue.pack.schema import DomainPack, DomainSpec, HandbookRow, UnderstandingProfile, located
 
 PACK_DIR_ENV = "DOMAIN_PACK_DIR"
+PROFILE_ENV = "UNDERSTANDING_PROFILE"
+"""The understanding profile of this process (lesson or desk); unset, each pack's own."""
+EXAMPLES_FILE = "examples.toml"
 
 
 class PackError(ValueError):
@@ -96,29 +101,55 @@ def read_csv_rows(path: Path, model: type[Row]) -> list[Row]:
     return rows
 
 
-def load_pack(directory: str | os.PathLike[str]) -> DomainPack:
-    """Load and validate the pack in `directory`."""
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PackError(f"{path}: cannot be read ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PackError(f"{path}: not valid TOML ({error})") from None
+
+
+def _read_examples(path: Path) -> ExampleSet | None:
+    if not path.exists():
+        return None
+    try:
+        return ExampleSet.model_validate(_read_toml(path))
+    except ValidationError as error:
+        raise PackError(f"{path}, {describe(error)}") from None
+
+
+def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfile | str | None = None) -> DomainPack:
+    """Load and validate the pack in `directory`; `profile` overrides its understanding profile."""
     root = Path(directory)
     domain_file = root / "domain.toml"
     try:
-        raw = tomllib.loads(domain_file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PackError(f"{domain_file}: cannot be read ({error.strerror})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise PackError(f"{domain_file}: not valid TOML ({error})") from None
-    try:
-        spec = DomainSpec.model_validate(raw)
+        spec = DomainSpec.model_validate(_read_toml(domain_file))
     except ValidationError as error:
         raise PackError(f"{domain_file}, {describe(error)}") from None
+    examples_file = root / EXAMPLES_FILE
+    examples = _read_examples(examples_file)
     handbook_file = root / "handbook.csv"
     handbook = read_csv_rows(handbook_file, HandbookRow)
     try:
-        return DomainPack(spec=spec, handbook=tuple(handbook))
+        chosen = UnderstandingProfile(profile) if profile else None
+    except ValueError:
+        raise PackError(f"{PROFILE_ENV} must be one of {[str(name) for name in UnderstandingProfile]}") from None
+    try:
+        pack = DomainPack(spec=spec, handbook=tuple(handbook), examples=examples, profile=chosen)
     except ValidationError as error:
         # A row id a table names but the handbook lacks is domain.toml's mistake; the rest are the handbook's.
         problem = describe(error)
+        if problem.startswith("examples.toml"):
+            raise PackError(f"{root / problem}") from None
         blamed = domain_file if problem.startswith("table ") else handbook_file
         raise PackError(f"{blamed}, {problem}" if blamed is domain_file else f"{blamed}: {problem}") from None
+    try:
+        if examples is not None:
+            examples.check()  # so a bad example fails the load, not a turn; the index is built on first use
+    except ValueError as error:
+        raise PackError(f"{examples_file}: {error}") from None
+    return pack
 
 
 PACKS_FILE = "packs.toml"
@@ -156,13 +187,16 @@ def pack_dir_for(name_or_path: str | os.PathLike[str]) -> Path:
 
 
 @lru_cache(maxsize=4)
-def _cached_pack(directory: str) -> DomainPack:
-    return load_pack(directory)
+def _cached_pack(directory: str, profile: str | None) -> DomainPack:
+    return load_pack(directory, profile=profile)
 
 
 def get_pack(directory: str | os.PathLike[str] | None = None) -> DomainPack:
-    """The pack in `directory` (default: `default_pack_dir()`), loaded once per process."""
-    return _cached_pack(str(directory if directory is not None else default_pack_dir()))
+    """The pack in `directory` (default: `default_pack_dir()`), loaded once per process, read with the
+    understanding profile UNDERSTANDING_PROFILE names (unset: the pack's)."""
+    return _cached_pack(
+        str(directory if directory is not None else default_pack_dir()), os.environ.get(PROFILE_ENV) or None
+    )
 
 
 def forget_loaded_packs() -> None:

@@ -137,7 +137,7 @@ class CompiledPatterns:
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
             frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
-            topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics),
+            topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics if topic.pattern),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),
             scope_break=understanding(rules.negation.scope_break_pattern),

@@ -7,18 +7,31 @@ against each other, with the lookups the core reads and its patterns compiled on
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from dialogue.actions import Action, ScreenProfile
+from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
 from dialogue.pack.patterns import CompiledPatterns, NonEmptyText, PatternText, UnderstandingPatternText
+
+if TYPE_CHECKING:
+    from dialogue.similarity import ExampleIndex
 
 UNKNOWN = "unknown"
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
 PassageId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_-]{0,15}$")]
+
+
+class UnderstandingProfile(StrEnum):
+    """How a turn is read: by the rules alone (the lesson's, exact), or by the rules and then the desk's
+    example utterances (`examples.toml`)."""
+
+    LESSON = "lesson"
+    DESK = "desk"
 
 
 class _Strict(BaseModel):
@@ -116,11 +129,12 @@ class Topic(_Strict):
 
     A general topic has `rows`; a topic tied to the program slot has `program_rows`, per program
     (a program without an entry is not covered for that topic). A topic the desk knows it cannot
-    answer has `covered = false` and no rows: a question on it is abstained on and handed off.
+    answer has `covered = false` and no rows: a question on it is abstained on and handed off. A topic
+    with no `pattern` is written from examples alone (`examples.toml`): only the desk profile finds it.
     """
 
     name: Identifier
-    pattern: UnderstandingPatternText
+    pattern: UnderstandingPatternText | None = None
     intent: Identifier | None = None
     covered: bool = True
     rows: tuple[PassageId, ...] = ()
@@ -212,6 +226,8 @@ def _unique_names(rules: tuple[ScreenRule, ...]) -> tuple[ScreenRule, ...]:
 
 
 class UnderstandingRules(_Strict):
+    # The profile a run uses unless told otherwise (UNDERSTANDING_PROFILE, --understanding).
+    profile: UnderstandingProfile = UnderstandingProfile.LESSON
     injection_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     staff_only_rules: tuple[ScreenRule, ...] = Field(min_length=1)
     benign_exceptions: tuple[BenignException, ...] = ()
@@ -430,6 +446,46 @@ class DomainPack(BaseModel):
 
     spec: DomainSpec
     handbook: tuple[HandbookRow, ...]
+    # `examples.toml`, where the desk has one.
+    examples: ExampleSet | None = None
+    # The profile this process reads turns with: the pack's, unless the loader was told another.
+    profile: UnderstandingProfile | None = None
+
+    @property
+    def understanding_profile(self) -> UnderstandingProfile:
+        return self.profile or self.spec.understanding.profile
+
+    @cached_property
+    def example_index(self) -> ExampleIndex | None:
+        """The examples' index, built on first use (a turn, or SnapStart's prime); None in the lesson
+        profile or without examples."""
+        if self.examples is None or self.understanding_profile is not UnderstandingProfile.DESK:
+            return None
+        return self.examples.build_index()
+
+    @model_validator(mode="after")
+    def _examples_name_the_pack(self) -> DomainPack:
+        """Every label in examples.toml names a topic, intent or slot value of domain.toml, and every
+        topic written without a pattern has examples."""
+        spec, examples = self.spec, self.examples
+        given = examples.topics if examples else {}
+        for index, topic in enumerate(spec.topics):
+            if topic.pattern is None and not given.get(topic.name):
+                where = located("topics", index, "pattern")
+                raise ValueError(f"{where}: a topic needs a pattern, or examples in examples.toml")
+        if examples is None:
+            return self
+        topics = {topic.name for topic in spec.topics}
+        intents = {rule.name for rule in spec.understanding.intents}
+        for kind, names, known in ((TOPIC, examples.topics, topics), (INTENT, examples.intents, intents)):
+            if unknown := sorted(set(names) - known):
+                raise ValueError(f"examples.toml, table {kind}s: names no {kind} of domain.toml: {unknown}")
+        for slot, values in examples.values.items():
+            if slot not in spec.frame.slot_names:
+                raise ValueError(f"examples.toml, table {VALUE}s: {slot!r} is no slot of the frame")
+            if unknown := sorted(set(values) - (set(spec.frame.slot(slot).values) - {UNKNOWN})):
+                raise ValueError(f"examples.toml, table {VALUE}s.{slot}: {slot} never holds {unknown}")
+        return self
 
     @model_validator(mode="after")
     def _fact_rows_exist(self) -> DomainPack:

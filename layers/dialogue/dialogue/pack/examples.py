@@ -1,0 +1,82 @@
+"""A desk's example utterances (`examples.toml`): what its residents say, by what it means.
+
+The desk profile of understanding (`[understanding] profile = "desk"`, or UNDERSTANDING_PROFILE) reads
+a turn by its rules first and then by its nearest example (`dialogue.similarity`), so an author can
+teach the desk a phrasing by adding a sentence instead of editing a regular expression. The lesson
+profile never reads this file: the rules alone keep the seed's tables exact.
+
+The file's tables name what each example means, by the pack's own names:
+
+- `[topics]`: per topic, questions that ask about it. A topic may have no `pattern` in domain.toml
+  and be written from examples alone.
+- `[intents]`: per intent, turns that mean it ("can I talk to someone" for a hand-off intent).
+- `[screens]`: `injection` and `staff_only`, turns the desk refuses.
+- `[values.<slot>]`: per value of a slot, turns that give it.
+- `other`: turns that are none of the above (other desks' questions, chit-chat, public text): they
+  give the desk's labels something to lose to, so a turn from elsewhere is not read as the closest
+  topic.
+
+And how sure the nearest example must be before it counts (cosines, 0..1):
+
+- `min_score` and `min_margin`: the best label's cosine, and its lead over the next label. Below
+  either the examples say nothing and the rules' reading stands (which abstains on a question no rule
+  answers): below the margin the desk abstains, never guesses.
+- `screen_min_score`: a refusal from examples alone needs this much (refusing a benign turn costs a
+  resident more than handing an injection to staff).
+- `inform_min_score`: an answer from the handbook needs the turn to be at least this close to some
+  example of any label, or it is abstained on ("how much has the dow changed today" shares "how
+  much" with the fees rule, and little else with the desk).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from dialogue.similarity import ExampleIndex
+
+Example = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
+Examples = tuple[Example, ...]
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
+Cosine = Annotated[float, Field(ge=0.0, le=1.0)]
+
+ScreenKind = Literal["injection", "staff_only"]
+
+TOPIC, INTENT, SCREEN, VALUE, OTHER = "topic", "intent", "screen", "value", "other"
+"""The kinds of label in the index: `topic:<name>`, `intent:<name>`, `screen:<kind>`,
+`value:<slot>:<value>` and `other`."""
+
+
+class ExampleSet(BaseModel):
+    """The contents of `examples.toml`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_score: Cosine
+    min_margin: Cosine
+    screen_min_score: Cosine = 1.0
+    inform_min_score: Cosine = 0.0
+    topics: dict[Name, Examples] = Field(default_factory=dict)
+    intents: dict[Name, Examples] = Field(default_factory=dict)
+    screens: dict[ScreenKind, Examples] = Field(default_factory=dict)
+    values: dict[Name, dict[Name, Examples]] = Field(default_factory=dict)
+    other: Examples = ()
+
+    def labelled(self) -> dict[str, Examples]:
+        """Every label of the index with its examples, in the file's order; labels with none left out."""
+        labels: dict[str, Examples] = {}
+        labels.update({f"{TOPIC}:{name}": examples for name, examples in self.topics.items()})
+        labels.update({f"{INTENT}:{name}": examples for name, examples in self.intents.items()})
+        labels.update({f"{SCREEN}:{kind}": examples for kind, examples in self.screens.items()})
+        for slot, values in self.values.items():
+            labels.update({f"{VALUE}:{slot}:{value}": examples for value, examples in values.items()})
+        labels[OTHER] = self.other
+        return {label: examples for label, examples in labels.items() if examples}
+
+    def check(self) -> None:
+        """Raise ValueError, naming the label, for an example nothing could match (as `build_index` would)."""
+        ExampleIndex.check(self.labelled())
+
+    def build_index(self) -> ExampleIndex:
+        return ExampleIndex.build(self.labelled())
