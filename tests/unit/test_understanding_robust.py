@@ -266,7 +266,7 @@ def test_pattern_matching_empty_text_is_refused(pack_copy: Path) -> None:
 def test_bad_screen_regex_names_the_rule(pack_copy: Path) -> None:
     _edit(pack_copy, "name = \"prompt_talk\"\npattern = '''(?x)", "name = \"prompt_talk\"\npattern = '''(?x)(")
     with pytest.raises(
-        PackError, match=r"table understanding\.injection_rules, entry 6, field pattern: .*invalid regular expression"
+        PackError, match=r"table understanding\.injection_rules, entry 7, field pattern: .*invalid regular expression"
     ):
         load_pack(pack_copy)
 
