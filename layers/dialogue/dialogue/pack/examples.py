@@ -30,11 +30,12 @@ And how sure the nearest example must be before it counts (cosines, 0..1):
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from dialogue.similarity import ExampleIndex
+if TYPE_CHECKING:  # imported where used: the realizer's image ships the pack, not the scorer
+    from dialogue.similarity import ExampleIndex
 
 Example = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
 Examples = tuple[Example, ...]
@@ -76,7 +77,11 @@ class ExampleSet(BaseModel):
 
     def check(self) -> None:
         """Raise ValueError, naming the label, for an example nothing could match (as `build_index` would)."""
+        from dialogue.similarity import ExampleIndex
+
         ExampleIndex.check(self.labelled())
 
     def build_index(self) -> ExampleIndex:
+        from dialogue.similarity import ExampleIndex
+
         return ExampleIndex.build(self.labelled())
