@@ -110,10 +110,10 @@ def main() -> int:
 
     # Every action over every state the frame allows: the state prompt cannot exceed these.
     slot_values = [spec.values for spec in pack.frame.slots]
-    by_action: dict[str, list[int]] = {str(action): [] for action in Action}
+    by_action: dict[str, list[int]] = {str(action): [] for action in pack.actions}
     for values in itertools.product(*slot_values):
         state = DialogueState.from_slots(pack.frame, dict(zip(pack.frame.slot_names, values, strict=True)))
-        for action in Action:
+        for action in pack.actions:
             # An inform prompt holds its topic's rows: count it for every topic.
             topics = [topic.name for topic in pack.spec.topics] if action is Action.INFORM else [None]
             for topic_name in topics:

@@ -58,7 +58,6 @@ def write_audit(stack: LocalStack, directory: Path) -> dict[str, int]:
 def approved_wording(pack_dir: Path) -> str:
     """The pack's own files and every fixed text it can render, lower-cased: what the system, not the
     user, wrote. A user's words that this also holds (a program's name) are not a leak when kept."""
-    from dialogue.actions import Action
     from dialogue.pack import get_pack
     from dialogue.replies import fixed_reply
     from dialogue.state import DialogueState
@@ -67,7 +66,7 @@ def approved_wording(pack_dir: Path) -> str:
     domain = json.dumps(tomllib.loads((pack_dir / "domain.toml").read_text(encoding="utf-8")))
     rendered = [
         fixed_reply(action, DialogueState(slots=dict(zip(pack.frame.slot_names, values, strict=True))), pack)
-        for action in Action
+        for action in pack.actions
         for values in itertools.product(*(slot.values for slot in pack.frame.slots))
     ]
     return "\n".join([domain, (pack_dir / "handbook.csv").read_text(encoding="utf-8"), *rendered]).lower()

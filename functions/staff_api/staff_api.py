@@ -39,6 +39,7 @@ from dialogue.errors import DialogueError
 from dialogue.factory import get_desk_store
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
+from dialogue.realize import ModelAction
 from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
@@ -66,8 +67,7 @@ Drafted = Annotated[
     bool | None, Query(description="Only replies shown as the model drafted them (true) or replaced (false).")
 ]
 GeneratedAction = Annotated[
-    Literal["request_program", "request_contact", "confirm", "inform"] | None,
-    Query(description="Only replies for this action."),
+    ModelAction | None, Query(description="Only replies for this action (a request_<slot>, confirm or inform).")
 ]
 Review = Annotated[
     Literal["pending", "approved", "rejected", "corrected"] | None, Query(description="Only items with this review.")

@@ -1,27 +1,108 @@
 """The policy's actions, which of them a model words, and the labels the seed records for each turn."""
 
-from collections.abc import Iterable
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+_FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "confirm", "inform")
+_REQUEST = re.compile(r"request_[a-z][a-z0-9_]{0,31}")
+ACTION_PATTERN = rf"^(?:{'|'.join(_FIXED_NAMES)}|{_REQUEST.pattern})$"
+"""Every action's name: one of the fixed five, or `request_<name>`, a desk's request for one slot."""
 
 
-class Action(StrEnum):
-    """Everything the policy can do. There is no approve action, by design."""
+class _ActionType(type):
+    """Iterating `Action` gives the actions every desk has (a desk adds its request actions)."""
 
-    REFUSE = "refuse"
-    ABSTAIN_HAND_OFF = "abstain_hand_off"
-    HAND_OFF = "hand_off"
-    REQUEST_PROGRAM = "request_program"
-    REQUEST_CONTACT = "request_contact"
-    CONFIRM = "confirm"
-    INFORM = "inform"
+    def __iter__(cls) -> Iterator[Action]:
+        return iter(FIXED_ACTIONS)
+
+
+class Action(str, metaclass=_ActionType):
+    """Everything the policy can do: refuse, abstain and hand off, hand off, confirm, inform, and one
+    request action per slot the desk asks for, which the desk names (`request_program` and
+    `request_contact` in the seed's desk). There is no approve action, by design, and no name outside
+    ACTION_PATTERN. Each name has one instance, so `is` compares actions as an enum's members would."""
+
+    __slots__ = ()
+    _known: ClassVar[dict[str, Action]] = {}
+
+    REFUSE: ClassVar[Action]
+    ABSTAIN_HAND_OFF: ClassVar[Action]
+    HAND_OFF: ClassVar[Action]
+    REQUEST_PROGRAM: ClassVar[Action]
+    REQUEST_CONTACT: ClassVar[Action]
+    CONFIRM: ClassVar[Action]
+    INFORM: ClassVar[Action]
+
+    def __new__(cls, value: object) -> Action:
+        if isinstance(value, Action):
+            return value
+        known = cls._known.get(value) if isinstance(value, str) else None
+        if known is not None:
+            return known
+        if not isinstance(value, str) or not (value in _FIXED_NAMES or _REQUEST.fullmatch(value)):
+            raise ValueError("names no action: refuse, abstain_hand_off, hand_off, confirm, inform or request_<slot>")
+        made = super().__new__(cls, value)
+        cls._known[str(made)] = made
+        return made
+
+    def __repr__(self) -> str:
+        return f"Action({str.__str__(self)!r})"
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def is_request(self) -> bool:
+        """A request for one slot's value, worded by a model."""
+        return self.startswith("request_")
 
     @property
     def uses_model(self) -> bool:
         """Request, confirm and inform are worded by a model; the rest are fixed text."""
-        return self in MODEL_ACTIONS
+        return self.is_request or self in (Action.CONFIRM, Action.INFORM)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls._validate, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": "string", "pattern": ACTION_PATTERN}
+
+    @classmethod
+    def _validate(cls, value: object) -> Action:
+        if not isinstance(value, str):
+            raise ValueError("an action is a string")  # pydantic wants ValueError
+        return cls(value)
 
 
-MODEL_ACTIONS = frozenset({Action.REQUEST_PROGRAM, Action.REQUEST_CONTACT, Action.CONFIRM, Action.INFORM})
+Action.REFUSE = Action("refuse")
+Action.ABSTAIN_HAND_OFF = Action("abstain_hand_off")
+Action.HAND_OFF = Action("hand_off")
+Action.CONFIRM = Action("confirm")
+Action.INFORM = Action("inform")
+# The seed's desk names its two request actions so; the core never branches on them.
+Action.REQUEST_PROGRAM = Action("request_program")
+Action.REQUEST_CONTACT = Action("request_contact")
+
+FIXED_ACTIONS = (Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action.CONFIRM, Action.INFORM)
+"""The actions of every desk; each desk adds a request action per slot it asks for."""
 
 
 class ReplySource(StrEnum):

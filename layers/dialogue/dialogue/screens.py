@@ -98,8 +98,8 @@ def numerals_ok(reply: str, allowed_text: str) -> bool:
 
 def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack, allowed_text: str = "") -> bool:
     """A reply may name only the state's program, or a program the rows its prompt held name (a row
-    listing the programs offered); a request_program reply may name any."""
-    if action is Action.REQUEST_PROGRAM:
+    listing the programs offered); a reply asking for the program may name any."""
+    if action is pack.frame.slot(pack.program_slot).request_action:
         return True
     lowered, allowed = reply.casefold(), allowed_text.casefold()
     mentioned = [p for p in pack.spec.programs if p.display_name.casefold() in lowered]

@@ -366,9 +366,20 @@ class DomainSpec(_Strict):
         program_ids = {program.id for program in self.programs}
         if program_values != program_ids:
             raise ValueError(f"{located('programs', field='id')}: programs must be exactly the program slot's values")
-        missing_actions = set(Action) - set(self.actions)
+        requests = [slot.request_action for slot in self.frame.slots if slot.request_action is not None]
+        for index, asked in enumerate(self.frame.slots):
+            if asked.request_action is None:
+                continue
+            where = located("frame.slots", index, "request_action")
+            if not asked.request_action.is_request:
+                raise ValueError(f"{where}: {asked.request_action!s} is no request action (request_<name>)")
+            if requests.count(asked.request_action) > 1:
+                raise ValueError(f"{where}: {asked.request_action!s} asks for another slot too; one per slot")
+        missing_actions = {*Action, *requests} - set(self.actions)
         if missing_actions:
             raise ValueError(f"{located('actions')}: lacks {sorted(str(action) for action in missing_actions)}")
+        if unasked := sorted(str(action) for action in set(self.actions) - {*Action, *requests}):
+            raise ValueError(f"{located('actions')}: {unasked} ask for no slot (name one in a slot's request_action)")
         for index, rule in enumerate(self.understanding.slot_rules):
             if rule.slot not in slot_names:
                 raise ValueError(f"{located('understanding.slot_rules', index, 'slot')}: {rule.slot!r} is no slot")
@@ -512,6 +523,19 @@ class DomainPack(BaseModel):
     @property
     def program_slot(self) -> str:
         return self.spec.domain.program_slot
+
+    @cached_property
+    def actions(self) -> tuple[Action, ...]:
+        """Every action of this desk: refuse, abstain, hand off, a request per slot it asks for (in the
+        frame's order), confirm, inform."""
+        fixed = tuple(Action)
+        requests = tuple(slot.request_action for slot in self.frame.requested_slots if slot.request_action)
+        return (*fixed[:3], *requests, *fixed[3:])
+
+    @cached_property
+    def model_actions(self) -> tuple[Action, ...]:
+        """The actions a model words here: the requests, confirm and inform."""
+        return tuple(action for action in self.actions if action.uses_model)
 
     def action(self, action: Action) -> ActionSpec:
         return self.spec.actions[action]

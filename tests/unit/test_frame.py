@@ -1,0 +1,100 @@
+"""A frame-driven policy: a desk's slots, its request actions, and the order the policy asks in.
+
+Every desk has five actions of its own kind (refuse, abstain_hand_off, hand_off, confirm, inform) and one
+request action per slot it asks for, named by the pack (`request_<name>`); the policy asks for the first
+unknown one in the frame's order and confirms when none is left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from dialogue.actions import FIXED_ACTIONS, Action
+from dialogue.pack import PackError, load_pack
+from dialogue.policy import next_state
+from dialogue.state import DialogueState
+from dialogue.understanding import understand
+
+pytestmark = pytest.mark.unit
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _edit(pack_dir: Path, old: str, new: str) -> None:
+    domain = pack_dir / "domain.toml"
+    text = domain.read_text(encoding="utf-8")
+    assert old in text
+    domain.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_an_action_is_a_fixed_one_or_a_request_for_a_slot() -> None:
+    assert Action("request_interpreter_needed") is Action("request_interpreter_needed")
+    assert Action("inform") is Action.INFORM and str(Action.INFORM) == "inform"
+    assert Action("request_program") is Action.REQUEST_PROGRAM
+    assert Action("request_vaccine").uses_model and Action.CONFIRM.uses_model and not Action.HAND_OFF.uses_model
+    assert tuple(Action) == FIXED_ACTIONS
+    for name in ("approve", "request_", "Request_x", "request x", "enrol_me", ""):
+        with pytest.raises(ValueError, match="names no action"):
+            Action(name)
+    adapter = TypeAdapter(Action)
+    assert adapter.validate_python("request_vaccine") is Action("request_vaccine")
+    assert adapter.dump_json(Action.REFUSE) == b'"refuse"'
+    with pytest.raises(ValidationError):
+        adapter.validate_python("approve")
+
+
+def test_the_library_asks_for_each_of_its_slots_in_turn() -> None:
+    pack = load_pack(DATA / "harbourview_library")
+    assert pack.actions == (
+        Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action("request_program"),
+        Action("request_visit_part_of_day"), Action("request_contact"), Action.CONFIRM, Action.INFORM,
+    )  # fmt: skip
+    state = DialogueState.new(pack.frame)
+    asked = []
+    for text in ("Hello there.", "A library card, please.", "Mornings suit me.", "Texts are fine."):
+        state, action = next_state(state, understand(text, pack), pack)
+        asked.append(str(action))
+    assert asked == ["request_program", "request_visit_part_of_day", "request_contact", "confirm"]
+    assert dict(state.slots) == {"service": "library_card", "visit_part_of_day": "morning", "reply_channel": "sms"}
+
+
+def test_a_slot_given_early_is_not_asked_for() -> None:
+    pack = load_pack(DATA / "harbourview_library")
+    state, action = next_state(
+        DialogueState.new(pack.frame), understand("A meeting room in the evening, please.", pack), pack
+    )
+    assert (action, state.get("visit_part_of_day")) == (Action("request_contact"), "evening")
+
+
+def test_a_request_action_must_be_a_request(pack_copy: Path) -> None:
+    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "confirm"')
+    with pytest.raises(PackError, match=r"frame.slots, entry 3, field request_action: confirm is no request action"):
+        load_pack(pack_copy)
+
+
+def test_one_request_action_per_slot(pack_copy: Path) -> None:
+    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "request_program"')
+    with pytest.raises(PackError, match="request_program asks for another slot too; one per slot"):
+        load_pack(pack_copy)
+
+
+def test_an_action_no_slot_asks_with_is_refused(pack_copy: Path) -> None:
+    pets = '[actions.request_pets]\ninstruction = "x"\nfixed_text = "y"\n\n[actions.confirm]'
+    _edit(pack_copy, "[actions.confirm]", pets)
+    with pytest.raises(PackError, match=r"table actions: \['request_pets'\] ask for no slot"):
+        load_pack(pack_copy)
+
+
+def test_a_slots_request_action_needs_its_texts(pack_copy: Path) -> None:
+    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "request_contact_channel"')
+    with pytest.raises(PackError, match=r"table actions: lacks \['request_contact_channel'\]"):
+        load_pack(pack_copy)
+
+
+def test_a_misspelt_action_table_is_refused(pack_copy: Path) -> None:
+    _edit(pack_copy, "[actions.inform]", "[actions.informs]")
+    with pytest.raises(PackError, match="names no action"):
+        load_pack(pack_copy)
