@@ -184,7 +184,7 @@ def run_case(case: Case, state: DialogueState, pack: DomainPack) -> tuple[Outcom
     state = state.with_updates(case.before)
     understood = understand(case.text, pack)
     after, action = next_state(state, understood, pack)
-    topic = turn_topic(understood, action)
+    topic = turn_topic(understood, action, state)
     rows = passage_ids(action, after, pack, topic) if action.uses_model else ()
     failed = []
     if case.action is not None and not case.action.allows(action):

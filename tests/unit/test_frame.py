@@ -14,7 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from dialogue.actions import FIXED_ACTIONS, Action
 from dialogue.pack import PackError, load_pack
-from dialogue.policy import next_state
+from dialogue.policy import next_state, turn_topic
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
 
@@ -98,3 +98,62 @@ def test_a_misspelt_action_table_is_refused(pack_copy: Path) -> None:
     _edit(pack_copy, "[actions.inform]", "[actions.informs]")
     with pytest.raises(PackError, match="names no action"):
         load_pack(pack_copy)
+
+
+def _talk(pack_dir: Path, texts: list[str], profile: str | None = None) -> list[tuple[str, str | None, str | None]]:
+    """Each turn's action, the topic its reply is about, and the question left waiting."""
+    pack = load_pack(pack_dir, profile=profile)
+    state = DialogueState.new(pack.frame)
+    said = []
+    for text in texts:
+        understood, before = understand(text, pack), state
+        state, action = next_state(state, understood, pack)
+        said.append((str(action), turn_topic(understood, action, before), state.waiting_topic))
+    return said
+
+
+@pytest.mark.parametrize(
+    ("desk", "texts", "expected"),
+    [
+        (
+            "riverton",
+            ["When does it meet?", "The forklift course.", "Email me."],
+            [("request_program", None, "schedule"), ("inform", "schedule", None), ("confirm", None, None)],
+        ),
+        (
+            "harbourview_library",
+            ["How do I cancel?", "It's a meeting room booking.", "Evenings."],
+            [("request_program", None, "cancellation"), ("inform", "cancellation", None),
+             ("request_contact", None, None)],
+        ),
+    ],
+)  # fmt: skip
+def test_an_early_question_is_answered_once_its_slot_is_filled(
+    desk: str, texts: list[str], expected: list[tuple[str, str | None, str | None]]
+) -> None:
+    assert _talk(DATA / desk, texts) == expected
+
+
+def test_the_wait_ends_with_another_question_and_survives_a_turn_that_gives_another_slot() -> None:
+    said = _talk(DATA / "riverton", ["When does it meet?", "I need childcare.", "Forklift."])
+    assert said == [
+        ("request_program", None, "schedule"),
+        ("request_program", None, "schedule"),
+        ("inform", "schedule", None),
+    ]
+    said = _talk(DATA / "riverton", ["When does it meet?", "Can I talk to a person?", "Forklift."])
+    assert [action for action, _, _ in said] == ["request_program", "hand_off", "request_contact"]
+
+
+def test_the_lesson_profile_keeps_no_question_waiting() -> None:
+    said = _talk(DATA / "riverton", ["When does it meet?", "The forklift course."], profile="lesson")
+    assert said == [("request_program", None, None), ("request_contact", None, None)]
+
+
+def test_a_waiting_question_is_kept_as_its_topics_name() -> None:
+    pack = load_pack(DATA / "riverton")
+    state, _ = next_state(DialogueState.new(pack.frame), understand("When does it meet?", pack), pack)
+    assert state.model_dump() == {
+        "slots": {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "unknown"},
+        "waiting_topic": "schedule",
+    }

@@ -89,7 +89,7 @@ def take_turn(
         privileged_request=understanding.privileged_request,
         slots=dict(state.slots),
         action=action,
-        topic=turn_topic(understanding, action),
+        topic=turn_topic(understanding, action, before.state),
         reply_source=ReplySource.MODEL if uses_model else ReplySource.FIXED,
         status=TurnStatus.PENDING if uses_model else TurnStatus.FINAL,
         reply_screen=ReplyScreen.NOT_APPLICABLE,

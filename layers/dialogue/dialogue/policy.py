@@ -2,20 +2,24 @@
 
 In order: refuse; abstain (and hand off) on a question the handbook does not cover; hand off when
 asked for a person; inform on a covered topic (a program-tied topic needs a known program, else the
-program is asked for, and a program the topic has no row for is abstained on); ask for the first
-missing slot; confirm. No branch approves anything.
+program is asked for, and a program the topic has no row for is abstained on); answer the question
+that waited for the program, once a turn gives it (the desk profile; the state keeps its topic's
+name); ask for the first missing slot; confirm. No branch approves anything.
 """
 
 from __future__ import annotations
 
 from dialogue.actions import Action
-from dialogue.pack import DomainPack
+from dialogue.pack import DomainPack, Topic, UnderstandingProfile
 from dialogue.state import DialogueState
 from dialogue.understanding import Understanding
 
 
 def _inform(state: DialogueState, understanding: Understanding, pack: DomainPack) -> Action:
-    topic = pack.topic(understanding.topic)
+    return _answer(state, pack.topic(understanding.topic), pack)
+
+
+def _answer(state: DialogueState, topic: Topic | None, pack: DomainPack) -> Action:
     if topic is None:  # an understanding from another pack: nothing here answers it
         return Action.ABSTAIN_HAND_OFF
     if not topic.program_tied:
@@ -36,19 +40,41 @@ def choose_action(state: DialogueState, understanding: Understanding, pack: Doma
         return Action.HAND_OFF
     if understanding.route == "inform":
         return _inform(state, understanding, pack)
+    waiting = pack.topic(state.waiting_topic)
+    if waiting is not None and state.is_known(pack.program_slot):
+        return _answer(state, waiting, pack)
     for slot in pack.frame.requested_slots:
         if not state.is_known(slot.name) and slot.request_action is not None:
             return slot.request_action
     return Action.CONFIRM
 
 
-def turn_topic(understanding: Understanding, action: Action) -> str | None:
-    """The topic a turn keeps: the one that decided an inform or an abstention, else none."""
-    return understanding.topic if action in (Action.INFORM, Action.ABSTAIN_HAND_OFF) else None
+def turn_topic(understanding: Understanding, action: Action, before: DialogueState | None = None) -> str | None:
+    """The topic a turn keeps: the one that decided an inform or an abstention (the question that
+    waited in `before`, the state the turn met, when this turn answers it), else none."""
+    if action not in (Action.INFORM, Action.ABSTAIN_HAND_OFF):
+        return None
+    if understanding.route == "enroll" and before is not None and before.waiting_topic is not None:
+        return before.waiting_topic
+    return understanding.topic
+
+
+def _waiting_after(state: DialogueState, understanding: Understanding, action: Action, pack: DomainPack) -> str | None:
+    """The question left waiting after this turn: a program-tied question met with a request for the
+    program (desk profile only) waits; a turn on the frame's path keeps it waiting while it is still
+    asked for; an answer, another question or anything else ends the wait."""
+    if pack.understanding_profile is not UnderstandingProfile.DESK or not action.is_request:
+        return None
+    if understanding.route == "inform":
+        topic = pack.topic(understanding.topic)
+        return topic.name if topic is not None and topic.program_tied else None
+    return state.waiting_topic if understanding.route == "enroll" else None
 
 
 def next_state(state: DialogueState, understanding: Understanding, pack: DomainPack) -> tuple[DialogueState, Action]:
     """Apply the turn's updates, choose the action, and keep the old state when refusing."""
     updated = state.with_updates(understanding.slot_updates)
     action = choose_action(updated, understanding, pack)
-    return (state if action is Action.REFUSE else updated), action
+    if action is Action.REFUSE:
+        return state, action
+    return updated.waiting_for(_waiting_after(updated, understanding, action, pack)), action

@@ -10,11 +10,16 @@ from dialogue.pack import UNKNOWN, Frame
 
 
 class DialogueState(BaseModel):
-    """An immutable record of slot values; updates return a new state."""
+    """An immutable record of slot values; updates return a new state.
+
+    `waiting_topic` is a question asked before the slot its answer depends on was known ("when does it
+    meet?" before a program was chosen), kept as its topic's name (a pack label, never the words), so
+    the turn that fills the slot answers it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     slots: dict[str, str]
+    waiting_topic: str | None = None
 
     @classmethod
     def new(cls, frame: Frame) -> DialogueState:
@@ -40,4 +45,8 @@ class DialogueState(BaseModel):
         """A new state with `updates` applied; slots not named keep their value."""
         if not updates:
             return self
-        return DialogueState(slots={**self.slots, **updates})
+        return self.model_copy(update={"slots": {**self.slots, **updates}})
+
+    def waiting_for(self, topic: str | None) -> DialogueState:
+        """A new state whose waiting question is `topic` (None: no question waits)."""
+        return self if topic == self.waiting_topic else self.model_copy(update={"waiting_topic": topic})

@@ -191,6 +191,8 @@ class DynamoConversationStore:
                 "sk": STATE_SK,
                 "conversation_id": str(record.conversation_id),
                 "slots": dict(record.state.slots),
+                # A question waiting for a slot, by its topic's name (a pack label), when one waits.
+                "waiting_topic": record.state.waiting_topic,
                 "version": record.version,
                 "turn_count": record.turn_count,
                 "created_at": stored_time(record.created_at),
@@ -241,7 +243,7 @@ class DynamoConversationStore:
         plain = self._plain(response["Item"])
         return ConversationRecord(
             conversation_id=conversation_id,
-            state=DialogueState(slots=plain["slots"]),
+            state=DialogueState(slots=plain["slots"], waiting_topic=plain.get("waiting_topic")),
             version=int(plain["version"]),
             turn_count=int(plain["turn_count"]),
             created_at=plain["created_at"],
