@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from dialogue.actions import FIXED_ACTIONS, Action
+from dialogue.actions import FIXED_ACTIONS, HANDED_OFF, Action
 from dialogue.pack import PackError, load_pack
 from dialogue.policy import next_state, turn_topic
 from dialogue.state import DialogueState
@@ -35,6 +35,7 @@ def test_an_action_is_a_fixed_one_or_a_request_for_a_slot() -> None:
     assert Action("inform") is Action.INFORM and str(Action.INFORM) == "inform"
     assert Action("request_program") is Action.REQUEST_PROGRAM
     assert Action("request_vaccine").uses_model and Action.CONFIRM.uses_model and not Action.HAND_OFF.uses_model
+    assert not Action.CLARIFY.uses_model
     assert tuple(Action) == FIXED_ACTIONS
     for name in ("approve", "request_", "Request_x", "request x", "enrol_me", ""):
         with pytest.raises(ValueError, match="names no action"):
@@ -49,7 +50,7 @@ def test_an_action_is_a_fixed_one_or_a_request_for_a_slot() -> None:
 def test_the_library_asks_for_each_of_its_slots_in_turn() -> None:
     pack = load_pack(DATA / "harbourview_library")
     assert pack.actions == (
-        Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action("request_program"),
+        Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action.CLARIFY, Action("request_program"),
         Action("request_visit_part_of_day"), Action("request_contact"), Action.CONFIRM, Action.INFORM,
     )  # fmt: skip
     state = DialogueState.new(pack.frame)
@@ -157,3 +158,23 @@ def test_a_waiting_question_is_kept_as_its_topics_name() -> None:
         "slots": {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "unknown"},
         "waiting_topic": "schedule",
     }
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+def test_a_correction_it_cannot_read_is_clarified_never_confirmed(desk: str) -> None:
+    pack = load_pack(DATA / desk)
+    first = {
+        "riverton": "I want the Data Support Certificate, email me.",
+        "harbourview_library": "A library card, by post.",
+    }
+    state, _ = next_state(DialogueState.new(pack.frame), understand(first[desk], pack), pack)
+    known = dict(state.slots)
+    for text in ("Sorry, I meant the other one.", "Actually, scratch that.", "No wait, I meant the thing from before."):
+        after, action = next_state(state, understand(text, pack), pack)
+        assert (action, dict(after.slots)) == (Action.CLARIFY, known), text
+        assert not action.uses_model and action not in HANDED_OFF
+        assert pack.action(action).fixed_text.startswith("I did not catch what you want to change.")
+    # A correction that names a value is read, and nothing is clarified before any slot holds one.
+    assert next_state(state, understand("Actually, make that by text.", pack), pack)[1] is not Action.CLARIFY
+    fresh = DialogueState.new(pack.frame)
+    assert next_state(fresh, understand("Sorry, I meant the other one.", pack), pack)[1] is not Action.CLARIFY

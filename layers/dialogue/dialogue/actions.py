@@ -11,10 +11,10 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-_FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "confirm", "inform")
+_FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "clarify", "confirm", "inform")
 _REQUEST = re.compile(r"request_[a-z][a-z0-9_]{0,31}")
 ACTION_PATTERN = rf"^(?:{'|'.join(_FIXED_NAMES)}|{_REQUEST.pattern})$"
-"""Every action's name: one of the fixed five, or `request_<name>`, a desk's request for one slot."""
+"""Every action's name: one of the fixed six, or `request_<name>`, a desk's request for one slot."""
 
 
 class _ActionType(type):
@@ -25,8 +25,9 @@ class _ActionType(type):
 
 
 class Action(str, metaclass=_ActionType):
-    """Everything the policy can do: refuse, abstain and hand off, hand off, confirm, inform, and one
-    request action per slot the desk asks for, which the desk names (`request_program` and
+    """Everything the policy can do: refuse, abstain and hand off, hand off, clarify (a correction it
+    could not read: fixed text, never the old value confirmed), confirm, inform, and one request action
+    per slot the desk asks for, which the desk names (`request_program` and
     `request_contact` in the seed's desk). There is no approve action, by design, and no name outside
     ACTION_PATTERN. Each name has one instance, so `is` compares actions as an enum's members would."""
 
@@ -36,6 +37,7 @@ class Action(str, metaclass=_ActionType):
     REFUSE: ClassVar[Action]
     ABSTAIN_HAND_OFF: ClassVar[Action]
     HAND_OFF: ClassVar[Action]
+    CLARIFY: ClassVar[Action]
     REQUEST_PROGRAM: ClassVar[Action]
     REQUEST_CONTACT: ClassVar[Action]
     CONFIRM: ClassVar[Action]
@@ -48,7 +50,9 @@ class Action(str, metaclass=_ActionType):
         if known is not None:
             return known
         if not isinstance(value, str) or not (value in _FIXED_NAMES or _REQUEST.fullmatch(value)):
-            raise ValueError("names no action: refuse, abstain_hand_off, hand_off, confirm, inform or request_<slot>")
+            raise ValueError(
+                "names no action: refuse, abstain_hand_off, hand_off, clarify, confirm, inform or request_<slot>"
+            )
         made = super().__new__(cls, value)
         cls._known[str(made)] = made
         return made
@@ -95,13 +99,21 @@ class Action(str, metaclass=_ActionType):
 Action.REFUSE = Action("refuse")
 Action.ABSTAIN_HAND_OFF = Action("abstain_hand_off")
 Action.HAND_OFF = Action("hand_off")
+Action.CLARIFY = Action("clarify")
 Action.CONFIRM = Action("confirm")
 Action.INFORM = Action("inform")
 # The seed's desk names its two request actions so; the core never branches on them.
 Action.REQUEST_PROGRAM = Action("request_program")
 Action.REQUEST_CONTACT = Action("request_contact")
 
-FIXED_ACTIONS = (Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action.CONFIRM, Action.INFORM)
+FIXED_ACTIONS = (
+    Action.REFUSE,
+    Action.ABSTAIN_HAND_OFF,
+    Action.HAND_OFF,
+    Action.CLARIFY,
+    Action.CONFIRM,
+    Action.INFORM,
+)
 """The actions of every desk; each desk adds a request action per slot it asks for."""
 
 

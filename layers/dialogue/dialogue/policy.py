@@ -4,7 +4,8 @@ In order: refuse; abstain (and hand off) on a question the handbook does not cov
 asked for a person; inform on a covered topic (a program-tied topic needs a known program, else the
 program is asked for, and a program the topic has no row for is abstained on); answer the question
 that waited for the program, once a turn gives it (the desk profile; the state keeps its topic's
-name); ask for the first missing slot; confirm. No branch approves anything.
+name); clarify a correction that names nothing the rules read, once a slot holds a value (never
+confirm the old one); ask for the first missing slot; confirm. No branch approves anything.
 """
 
 from __future__ import annotations
@@ -43,10 +44,17 @@ def choose_action(state: DialogueState, understanding: Understanding, pack: Doma
     waiting = pack.topic(state.waiting_topic)
     if waiting is not None and state.is_known(pack.program_slot):
         return _answer(state, waiting, pack)
+    if understanding.correction and not understanding.slot_updates and _holds_an_answer(state, pack):
+        return Action.CLARIFY  # a correction it cannot read: ask, never confirm the old value
     for slot in pack.frame.requested_slots:
         if not state.is_known(slot.name) and slot.request_action is not None:
             return slot.request_action
     return Action.CONFIRM
+
+
+def _holds_an_answer(state: DialogueState, pack: DomainPack) -> bool:
+    """Whether some slot the desk asks for already holds a value a correction could be about."""
+    return any(state.is_known(slot.name) for slot in pack.frame.requested_slots)
 
 
 def turn_topic(understanding: Understanding, action: Action, before: DialogueState | None = None) -> str | None:

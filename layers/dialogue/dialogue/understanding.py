@@ -76,6 +76,8 @@ class Understanding(BaseModel):
     # Whether the turn is a question, and the pack topic it asks about, if any.
     question: bool = False
     topic: str | None = None
+    # Whether the turn holds a correction marker ("sorry, I meant ...", "actually").
+    correction: bool = False
 
     @property
     def must_refuse(self) -> bool:
@@ -333,6 +335,7 @@ def understand(text: str, pack: DomainPack) -> Understanding:
         screens_fired=(*reading.injection, *reading.staff_only),
         question=reading.question,
         topic=reading.topic.name if reading.topic else None,
+        correction=not screened and patterns.correction_marker.search(normalized) is not None,
     )
 
 

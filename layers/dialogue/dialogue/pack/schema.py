@@ -526,11 +526,11 @@ class DomainPack(BaseModel):
 
     @cached_property
     def actions(self) -> tuple[Action, ...]:
-        """Every action of this desk: refuse, abstain, hand off, a request per slot it asks for (in the
-        frame's order), confirm, inform."""
+        """Every action of this desk: refuse, abstain, hand off, clarify, a request per slot it asks for
+        (in the frame's order), confirm, inform."""
         fixed = tuple(Action)
         requests = tuple(slot.request_action for slot in self.frame.requested_slots if slot.request_action)
-        return (*fixed[:3], *requests, *fixed[3:])
+        return (*fixed[:4], *requests, *fixed[4:])
 
     @cached_property
     def model_actions(self) -> tuple[Action, ...]:
