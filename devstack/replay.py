@@ -156,7 +156,7 @@ def replay_conversation(
                     **generation,
                     "raw_reply": realized.text
                     if realized
-                    else (None if action.uses_model else fixed_reply(action, state, pack)),
+                    else (None if action.uses_model else fixed_reply(action, state, pack, topic)),
                     "screen_profile": profile,
                     "screens_fired": fired,
                     "screen_checks": {name: name not in fired for name in profile.screens} if realized else None,

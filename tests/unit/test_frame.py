@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pack_files import edit_domain
 from pydantic import TypeAdapter, ValidationError
 
 from dialogue.actions import FIXED_ACTIONS, HANDED_OFF, Action
@@ -21,13 +22,6 @@ from dialogue.understanding import understand
 pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-def _edit(pack_dir: Path, old: str, new: str) -> None:
-    domain = pack_dir / "domain.toml"
-    text = domain.read_text(encoding="utf-8")
-    assert old in text
-    domain.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def test_an_action_is_a_fixed_one_or_a_request_for_a_slot() -> None:
@@ -71,32 +65,32 @@ def test_a_slot_given_early_is_not_asked_for() -> None:
 
 
 def test_a_request_action_must_be_a_request(pack_copy: Path) -> None:
-    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "confirm"')
+    edit_domain(pack_copy, 'request_action = "request_contact"', 'request_action = "confirm"')
     with pytest.raises(PackError, match=r"frame.slots, entry 3, field request_action: confirm is no request action"):
         load_pack(pack_copy)
 
 
 def test_one_request_action_per_slot(pack_copy: Path) -> None:
-    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "request_program"')
+    edit_domain(pack_copy, 'request_action = "request_contact"', 'request_action = "request_program"')
     with pytest.raises(PackError, match="request_program asks for another slot too; one per slot"):
         load_pack(pack_copy)
 
 
 def test_an_action_no_slot_asks_with_is_refused(pack_copy: Path) -> None:
     pets = '[actions.request_pets]\ninstruction = "x"\nfixed_text = "y"\n\n[actions.confirm]'
-    _edit(pack_copy, "[actions.confirm]", pets)
+    edit_domain(pack_copy, "[actions.confirm]", pets)
     with pytest.raises(PackError, match=r"table actions: \['request_pets'\] ask for no slot"):
         load_pack(pack_copy)
 
 
 def test_a_slots_request_action_needs_its_texts(pack_copy: Path) -> None:
-    _edit(pack_copy, 'request_action = "request_contact"', 'request_action = "request_contact_channel"')
+    edit_domain(pack_copy, 'request_action = "request_contact"', 'request_action = "request_contact_channel"')
     with pytest.raises(PackError, match=r"table actions: lacks \['request_contact_channel'\]"):
         load_pack(pack_copy)
 
 
 def test_a_misspelt_action_table_is_refused(pack_copy: Path) -> None:
-    _edit(pack_copy, "[actions.inform]", "[actions.informs]")
+    edit_domain(pack_copy, "[actions.inform]", "[actions.informs]")
     with pytest.raises(PackError, match="names no action"):
         load_pack(pack_copy)
 

@@ -23,6 +23,7 @@ from typing import Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pack_files import edit_domain
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from dialogue.actions import Action
@@ -238,15 +239,8 @@ def test_code_knows_no_domain_words() -> None:
 # --- pack validation stays clear --------------------------------------------------------------
 
 
-def _edit(pack_dir: Path, old: str, new: str) -> None:
-    domain = pack_dir / "domain.toml"
-    text = domain.read_text()
-    assert old in text
-    domain.write_text(text.replace(old, new, 1))
-
-
 def test_bad_negated_value_names_the_rule(pack_copy: Path) -> None:
-    _edit(pack_copy, 'negated_value = "no"', 'negated_value = "maybe"')
+    edit_domain(pack_copy, 'negated_value = "no"', 'negated_value = "maybe"')
     with pytest.raises(
         PackError,
         match=r"domain\.toml, table understanding\.slot_rules, entry 4, field negated_value: "
@@ -256,7 +250,7 @@ def test_bad_negated_value_names_the_rule(pack_copy: Path) -> None:
 
 
 def test_pattern_matching_empty_text_is_refused(pack_copy: Path) -> None:
-    _edit(pack_copy, "    \\btalk\\ to\\ a\\ person\\b |", "    | \\btalk\\ to\\ a\\ person\\b |")
+    edit_domain(pack_copy, "    \\btalk\\ to\\ a\\ person\\b |", "    | \\btalk\\ to\\ a\\ person\\b |")
     with pytest.raises(
         PackError, match=r"domain\.toml, table understanding\.intents, entry 1, field pattern: .*empty text"
     ):
@@ -264,7 +258,7 @@ def test_pattern_matching_empty_text_is_refused(pack_copy: Path) -> None:
 
 
 def test_bad_screen_regex_names_the_rule(pack_copy: Path) -> None:
-    _edit(pack_copy, "name = \"prompt_talk\"\npattern = '''(?x)", "name = \"prompt_talk\"\npattern = '''(?x)(")
+    edit_domain(pack_copy, "name = \"prompt_talk\"\npattern = '''(?x)", "name = \"prompt_talk\"\npattern = '''(?x)(")
     with pytest.raises(
         PackError, match=r"table understanding\.injection_rules, entry 7, field pattern: .*invalid regular expression"
     ):
@@ -272,19 +266,19 @@ def test_bad_screen_regex_names_the_rule(pack_copy: Path) -> None:
 
 
 def test_duplicate_screen_names_are_refused(pack_copy: Path) -> None:
-    _edit(pack_copy, 'name = "approve_me"', 'name = "mark_me_as"')
+    edit_domain(pack_copy, 'name = "approve_me"', 'name = "mark_me_as"')
     with pytest.raises(PackError, match=r"table understanding, field staff_only_rules: .*repeated: \['mark_me_as'\]"):
         load_pack(pack_copy)
 
 
 def test_negation_window_is_bounded(pack_copy: Path) -> None:
-    _edit(pack_copy, "window_words = 3", "window_words = 40")
+    edit_domain(pack_copy, "window_words = 3", "window_words = 40")
     with pytest.raises(PackError, match=r"table understanding\.negation, field window_words"):
         load_pack(pack_copy)
 
 
 def test_missing_negation_table_is_named(pack_copy: Path) -> None:
-    _edit(pack_copy, "[understanding.negation]", "[unused_negation]")
+    edit_domain(pack_copy, "[understanding.negation]", "[unused_negation]")
     with pytest.raises(PackError, match=r"domain\.toml, table understanding, field negation: Field required"):
         load_pack(pack_copy)
 
@@ -332,6 +326,6 @@ def test_case_file_errors_name_file_and_line(tmp_path: Path) -> None:
 def test_every_kind_of_pattern_is_checked_where_it_stands(
     pack_copy: Path, old: str, new: str, entry: str, reason: str
 ) -> None:
-    _edit(pack_copy, old, new)
+    edit_domain(pack_copy, old, new)
     with pytest.raises(PackError, match=rf"domain\.toml, {entry}: .*{reason}"):
         load_pack(pack_copy)

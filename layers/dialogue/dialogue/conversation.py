@@ -115,7 +115,7 @@ def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
     """The reply of a fixed-text turn, rebuilt from its stored slots; None for a generated turn."""
     if turn.reply_source is not ReplySource.FIXED:
         return None
-    return fixed_reply(Action(turn.action), DialogueState.from_slots(pack.frame, turn.slots), pack)
+    return fixed_reply(Action(turn.action), DialogueState.from_slots(pack.frame, turn.slots), pack, turn.topic)
 
 
 def view_turn(store: ConversationStore, pack: DomainPack, conversation_id: UUID, turn_id: int) -> TurnView:

@@ -16,6 +16,9 @@ def reply_fields(state: DialogueState, pack: DomainPack, facts: str = "") -> dic
     }
 
 
-def fixed_reply(action: Action, state: DialogueState, pack: DomainPack) -> str:
-    """The pack's fixed text for `action`, filled from the state."""
-    return pack.action(action).fixed_text.format_map(reply_fields(state, pack))
+def fixed_reply(action: Action, state: DialogueState, pack: DomainPack, topic: str | None = None) -> str:
+    """The pack's fixed text for `action`, filled from the state: an abstention on a topic with its own
+    text gets that text."""
+    found = pack.topic(topic) if action is Action.ABSTAIN_HAND_OFF else None
+    text = found.fixed_text if found is not None and found.fixed_text else pack.action(action).fixed_text
+    return text.format_map(reply_fields(state, pack))

@@ -6,6 +6,7 @@ against each other, with the lookups the core reads and its patterns compiled on
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
@@ -137,6 +138,9 @@ class Topic(_Strict):
     pattern: UnderstandingPatternText | None = None
     intent: Identifier | None = None
     covered: bool = True
+    # The topic's own fixed reply when a question on it is abstained on and handed off (default: the
+    # abstain_hand_off action's): "if you feel very unwell, call emergency services".
+    fixed_text: NonEmptyText | None = None
     rows: tuple[PassageId, ...] = ()
     program_rows: dict[Identifier, tuple[PassageId, ...]] = Field(default_factory=dict)
 
@@ -333,6 +337,24 @@ class DomainInfo(_Strict):
     intro: NonEmptyText | None = None
 
 
+PLACEHOLDERS = ("program_display", "facts")
+"""What a fixed or template text may name besides the frame's slots (`{<slot>}`)."""
+
+
+def _check_placeholders(text: str | None, slot_names: set[str], where: str) -> None:
+    """Every `{name}` in a text names a slot or one of PLACEHOLDERS; braces are balanced."""
+    if text is None:
+        return
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+    except ValueError:
+        raise ValueError(f"{where}: unbalanced braces (write {{{{ and }}}} for a brace itself)") from None
+    allowed = slot_names | set(PLACEHOLDERS)
+    for field in fields:
+        if field not in allowed:
+            raise ValueError(f"{where}: {{{field}}} names no slot and no placeholder ({', '.join(sorted(allowed))})")
+
+
 def located(table: str, index: int | None = None, field: str | None = None) -> str:
     """Where in a pack file a problem is: `table topics, entry 3, field rows` (entries count from 1)."""
     parts = [f"table {table}"]
@@ -394,6 +416,10 @@ class DomainSpec(_Strict):
             for slot in spec.required_slots:
                 if slot not in slot_names:
                     raise ValueError(f"{located(f'actions.{action}', field='required_slots')}: {slot!r} is no slot")
+            for field in ("fixed_text", "template_text"):
+                _check_placeholders(getattr(spec, field), slot_names, located(f"actions.{action}", field=field))
+        for index, topic in enumerate(self.topics):
+            _check_placeholders(topic.fixed_text, slot_names, located("topics", index, "fixed_text"))
         for index, rows in enumerate(self.fact_rows):
             if rows.program not in program_ids:
                 raise ValueError(f"{located('fact_rows', index, 'program')}: {rows.program!r} is no program")
