@@ -28,7 +28,8 @@ const SCREEN_NAMES = {
   over_budget: "Over the prompt budget",
 };
 
-const state = { config: null, token: null, desk: null, tab: "held", item: null };
+// `opened` counts the tabs opened, so a slow start does not reopen a tab over one the person chose since.
+const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0 };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -93,8 +94,9 @@ async function showSignedIn() {
   $("who").textContent = `Signed in as ${name}.`;
   $("signed-out").hidden = true;
   $("signed-in").hidden = false;
+  const opened = state.opened;
   await refreshCounts();
-  await openTab(state.tab);
+  if (state.opened === opened) await openTab(state.tab);
 }
 
 // --- queues -----------------------------------------------------------------------------------------
@@ -120,6 +122,7 @@ function markTab(tab) {
 
 async function openTab(tab) {
   clearProblem();
+  state.opened += 1;
   state.tab = tab;
   markTab(tab);
   $("item-panel").hidden = true;
@@ -137,7 +140,11 @@ async function openTab(tab) {
 async function renderQueue(tab) {
   $("queue-panel").setAttribute("aria-busy", "true");
   $("queue-heading").textContent = TABS[tab].title;
-  const page = await listOf(tab).finally(() => $("queue-panel").setAttribute("aria-busy", "false"));
+  // Another tab chosen while this one loaded draws itself, and says when it is done.
+  const page = await listOf(tab).finally(() => {
+    if (state.tab === tab) $("queue-panel").setAttribute("aria-busy", "false");
+  });
+  if (state.tab !== tab) return;
   const list = $("queue");
   list.replaceChildren();
   for (const item of page.items) {
