@@ -15,8 +15,8 @@ from typing import Any
 from devstack.stack import ApiResponse, LocalStack
 
 STAFF = "desk-walk"
-CORRECTION = "A staff member checked this reply: please wait for the enrollment desk to contact you."
-HANDOFF_REPLY = "Hello from the enrollment desk: a staff member will contact you by the channel you chose."
+CORRECTION = "A staff member checked this reply: please wait for the desk to contact you."
+HANDOFF_REPLY = "Hello from the desk: a staff member will contact you by the channel you chose."
 
 
 class DeskWalkError(RuntimeError):

@@ -314,14 +314,16 @@ def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: 
 @app.get(
     "/staff/desk",
     responses={
-        **success(HTTPStatus.OK, DeskInfo, "Who is signed in, the desk's reason codes and limits."),
+        **success(HTTPStatus.OK, DeskInfo, "Who is signed in, the desk's name, its reason codes and limits."),
         **errors(401, 403),
     },
 )
 def desk_info() -> DeskInfo:
-    staff_desk, settings = get_pack().spec.staff, get_settings()
+    pack, settings = get_pack(), get_settings()
+    staff_desk = pack.spec.staff
     return DeskInfo(
         staff=_staff(),
+        desk=pack.spec.domain.name,
         reason_codes=list(staff_desk.reason_codes),
         max_message_chars=staff_desk.max_message_chars,
         claim_seconds=settings.claim_seconds,

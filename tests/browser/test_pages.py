@@ -78,6 +78,10 @@ class Staff:
         self.page.get_by_label("Your name").fill(name)
         self.page.get_by_role("button", name="Sign in").click()
         expect(self.page.locator("#who")).to_have_text(f"Signed in as {name}.")
+        # The title is the desk's, from its pack (/staff/desk), not written into the page.
+        expect(self.page.get_by_role("heading", level=1)).to_have_text(
+            "Riverton Skills Centre enrollment desk: staff console"
+        )
 
     def show(self, tab: str) -> None:
         self.page.get_by_role("button", name=tab).click()

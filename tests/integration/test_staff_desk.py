@@ -622,3 +622,10 @@ def test_staff_answers_and_the_desks_items_hold_no_resident_text(stack: LocalSta
     kept = json.dumps(answers) + json.dumps(stack.table_items()) + "\n".join(stack.log_lines)
     assert marker.lower() not in kept.lower()
     assert "555-0142" not in kept
+
+
+def test_the_desk_info_names_the_desk_from_its_pack(stack: LocalStack) -> None:
+    info = staff(stack, "GET", "/staff/desk")
+    assert info["desk"] == "Riverton Skills Centre enrollment desk"
+    assert set(info) == {"staff", "desk", "reason_codes", "max_message_chars", "claim_seconds"}
+    assert info["reason_codes"][0] == "wrong_fact"

@@ -90,6 +90,8 @@ function showSignedOut(message) {
 
 async function showSignedIn() {
   state.desk = await api("GET", "/staff/desk");
+  $("desk-title").textContent = `${state.desk.desk}: staff console`;
+  document.title = `${state.desk.desk} - staff console`;
   const name = state.desk.staff.name || state.desk.staff.subject;
   $("who").textContent = `Signed in as ${name}.`;
   $("signed-out").hidden = true;

@@ -216,6 +216,8 @@ class DeskInfo(BaseModel):
     """What a staff page needs to know about the desk and the signed-in person."""
 
     staff: StaffMember
+    # The desk's name, from its pack: the console's title is the desk's, not any one desk's.
+    desk: str
     reason_codes: list[str]
     max_message_chars: int
     claim_seconds: int
