@@ -8,7 +8,6 @@ tuning parts of the outside sets and the desk's own topic cases, never from the 
 from __future__ import annotations
 
 import csv
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -22,12 +21,6 @@ pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 DESKS = ("riverton", "harbourview_library")
-
-
-def _copy_pack(desk: str, into: Path) -> Path:
-    for name in ("domain.toml", "handbook.csv", "examples.toml"):
-        shutil.copy(DATA / desk / name, into / name)
-    return into
 
 
 def _examples_text(path: Path) -> set[str]:
@@ -74,8 +67,8 @@ def test_the_lesson_profile_keeps_c2_missed_and_reads_no_examples() -> None:
     assert (understood.route, understood.slot_updates) == ("enroll", {})
 
 
-def test_a_topic_written_from_examples_alone(tmp_path: Path) -> None:
-    root = _copy_pack("riverton", tmp_path)
+def test_a_topic_written_from_examples_alone(pack_copy: Path) -> None:
+    root = pack_copy
     domain = (root / "domain.toml").read_text(encoding="utf-8")
     domain += '\n[[topics]]\nname = "lockers"\ncovered = false\n'
     (root / "domain.toml").write_text(domain, encoding="utf-8")
@@ -93,8 +86,8 @@ def test_a_topic_written_from_examples_alone(tmp_path: Path) -> None:
     assert understand("Is there a locker for my bag?", load_pack(root, profile="lesson")).topic is None
 
 
-def test_a_topic_with_neither_pattern_nor_examples_is_refused(tmp_path: Path) -> None:
-    root = _copy_pack("riverton", tmp_path)
+def test_a_topic_with_neither_pattern_nor_examples_is_refused(pack_copy: Path) -> None:
+    root = pack_copy
     with (root / "domain.toml").open("a", encoding="utf-8") as handle:
         handle.write('\n[[topics]]\nname = "lockers"\ncovered = false\n')
     with pytest.raises(
@@ -113,15 +106,15 @@ def test_a_topic_with_neither_pattern_nor_examples_is_refused(tmp_path: Path) ->
         ('\n[screens]\nrudeness = ["you are silly"]\n', "examples.toml, table screens"),
     ],
 )
-def test_examples_that_name_nothing_are_refused(tmp_path: Path, addition: str, message: str) -> None:
-    root = _copy_pack("riverton", tmp_path)
+def test_examples_that_name_nothing_are_refused(pack_copy: Path, addition: str, message: str) -> None:
+    root = pack_copy
     (root / "examples.toml").write_text("min_score = 0.6\nmin_margin = 0.08\n" + addition, encoding="utf-8")
     with pytest.raises(PackError, match=message):
         load_pack(root)
 
 
-def test_an_example_of_function_words_only_is_refused_naming_its_label(tmp_path: Path) -> None:
-    root = _copy_pack("riverton", tmp_path)
+def test_an_example_of_function_words_only_is_refused_naming_its_label(pack_copy: Path) -> None:
+    root = pack_copy
     (root / "examples.toml").write_text(
         'min_score = 0.6\nmin_margin = 0.08\n[topics]\nfees = ["what does it cost", "is it the"]\n', encoding="utf-8"
     )
@@ -134,9 +127,9 @@ def test_an_unknown_profile_is_a_clear_error() -> None:
         load_pack(DATA / "riverton", profile="clever")
 
 
-def test_below_the_margin_the_rules_reading_stands(tmp_path: Path) -> None:
+def test_below_the_margin_the_rules_reading_stands(pack_copy: Path) -> None:
     """With thresholds no example can reach, the desk profile reads every turn as the lesson's does."""
-    root = _copy_pack("riverton", tmp_path)
+    root = pack_copy
     examples = (root / "examples.toml").read_text(encoding="utf-8")
     (root / "examples.toml").write_text(examples.replace("min_score = 0.6", "min_score = 1.0"), encoding="utf-8")
     unreachable, lesson = load_pack(root), load_pack(root, profile="lesson")
@@ -160,7 +153,7 @@ def test_examples_add_a_hand_off_the_rules_missed_and_keep_what_they_read() -> N
         assert understand(text, desk) == understand(text, lesson)
 
 
-def test_a_slot_value_from_examples_fills_the_frame(tmp_path: Path) -> None:
+def test_a_slot_value_from_examples_fills_the_frame() -> None:
     desk = load_pack(DATA / "riverton")
     understood = understand("Give me a ring.", desk)
     assert understood.slot_updates == {"contact_channel": "phone"}
