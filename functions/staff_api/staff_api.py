@@ -314,7 +314,7 @@ def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: 
 @app.get(
     "/staff/desk",
     responses={
-        **success(HTTPStatus.OK, DeskInfo, "Who is signed in, the desk's name, its reason codes and limits."),
+        **success(HTTPStatus.OK, DeskInfo, "Who is signed in; the desk's name, reasons, limits and labels."),
         **errors(401, 403),
     },
 )
@@ -327,6 +327,8 @@ def desk_info() -> DeskInfo:
         reason_codes=list(staff_desk.reason_codes),
         max_message_chars=staff_desk.max_message_chars,
         claim_seconds=settings.claim_seconds,
+        slots=desk.slot_labels(pack),
+        screens=desk.screen_labels(),
     )
 
 

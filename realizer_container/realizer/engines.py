@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from dialogue.pack import DomainPack, get_pack
 from dialogue.realize import Realization, RealizeJob
+from dialogue.replies import reply_fields
 
 QWEN_MODEL_ID = "Qwen/Qwen2.5-1.5B-Instruct"
 QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
@@ -56,8 +57,7 @@ class TemplateEngine:
         pack = self._pack
         template = pack.action(job.action).template_text or pack.action(job.action).fixed_text
         facts = " ".join(pack.passages[passage_id].text for passage_id in job.fact_ids)
-        program = job.slots.get(pack.program_slot, "unknown")
-        return template.format_map({**job.slots, "program_display": pack.program_display(program), "facts": facts})
+        return template.format_map(reply_fields(job.slots, pack, facts))
 
     def realize(self, jobs: Sequence[RealizeJob]) -> list[Realization]:
         return [Realization(text=self.word(job), ended_by_eos=True, hit_token_cap=False) for job in jobs]

@@ -13,9 +13,14 @@ from devstack.stack import LocalStack
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED_FIXED = {
+# The fixed texts residents read: the seed's, but the desk profile's own hand-off (the lesson profile's
+# are the seed's word for word: test_seed_tables.py).
+DESK_FIXED = {
     "refuse": "I cannot approve seats or replace staff checks. A staff member must examine that request.",
-    "hand_off": "I will route this to a staff member. This scripted lesson stores no contact details.",
+    "hand_off": (
+        "I will pass this to a member of the Riverton Skills Centre staff, who can answer you here in this chat. "
+        "This chat keeps no names, numbers or addresses."
+    ),
     "abstain_hand_off": "The handbook passages here do not answer that. I will route the question to staff.",
 }
 
@@ -39,10 +44,10 @@ def test_thirteen_turns_match_the_seed(stack: LocalStack, scripted_turns: list[S
 
 def test_fixed_texts_are_exact_and_final(stack: LocalStack, scripted_turns: list[ScriptedTurn]) -> None:
     rows = replay_all(stack, scripted_turns)
-    fixed = [row for row in rows if row.action in SEED_FIXED]
+    fixed = [row for row in rows if row.action in DESK_FIXED]
     assert len(fixed) == 5
     for row in fixed:
-        assert row.final_reply == SEED_FIXED[row.action]
+        assert row.final_reply == DESK_FIXED[row.action]
         assert (row.reply_source, row.status, row.reply_screen, row.human_review) == (
             "fixed",
             "final",
@@ -76,7 +81,7 @@ def test_post_turn_statuses(stack: LocalStack) -> None:
     }
     final = stack.call_api("POST", path, {"text": "Can I talk to a person?"})
     assert final.status == 200
-    assert final.body["reply"] == SEED_FIXED["hand_off"]
+    assert final.body["reply"] == DESK_FIXED["hand_off"]
     assert (final.body["turn_id"], final.body["status"], final.body["reply_source"]) == (2, "final", "fixed")
     # The first turn stays pending, with no reply, until the realizer and the screen function run.
     before = stack.call_api("GET", f"{path}/1").body

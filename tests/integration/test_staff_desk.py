@@ -16,6 +16,7 @@ from uuid import uuid4
 import pytest
 
 from devstack.stack import LocalStack
+from dialogue.actions import Screen
 from dialogue.realize import RealizedReply, RealizeJob
 
 CLEAN = "Should staff contact you by phone or by email?"
@@ -627,5 +628,14 @@ def test_staff_answers_and_the_desks_items_hold_no_resident_text(stack: LocalSta
 def test_the_desk_info_names_the_desk_from_its_pack(stack: LocalStack) -> None:
     info = staff(stack, "GET", "/staff/desk")
     assert info["desk"] == "Riverton Skills Centre enrollment desk"
-    assert set(info) == {"staff", "desk", "reason_codes", "max_message_chars", "claim_seconds"}
+    assert set(info) == {"staff", "desk", "reason_codes", "max_message_chars", "claim_seconds", "slots", "screens"}
     assert info["reason_codes"][0] == "wrong_fact"
+    # The console shows slots and screens by these labels: the pack's, and one table of screens.
+    assert [slot["label"] for slot in info["slots"]] == ["Program", "Child care", "Contact"]
+    program = info["slots"][0]["values"]
+    assert {"value": "data_support", "label": "Data Support Certificate"} in program  # a program's name
+    assert {"value": "unknown", "label": "unknown"} in program
+    screens = {screen["name"]: screen["label"] for screen in info["screens"]}
+    assert set(screens) == {str(screen) for screen in Screen}
+    assert screens["program_names"] == "Another of the desk's offerings named"
+    assert len(set(screens.values())) == len(screens)

@@ -10,6 +10,8 @@ import pytest
 from dialogue.actions import Action
 from dialogue.pack import DomainPack, PackError, load_pack, read_scripted_turns
 
+ROOT = Path(__file__).resolve().parents[2]
+
 SEED_FIXED_TEXTS = {
     Action.REFUSE: "I cannot approve seats or replace staff checks. A staff member must examine that request.",
     Action.HAND_OFF: "I will route this to a staff member. This scripted lesson stores no contact details.",
@@ -26,9 +28,11 @@ H06 = (
 )
 
 
-def test_fixed_texts_are_the_seeds(pack: DomainPack) -> None:
+def test_fixed_texts_are_the_seeds_in_the_lesson_profile() -> None:
+    lesson = load_pack(ROOT / "data" / "riverton", profile="lesson")
     for action, text in SEED_FIXED_TEXTS.items():
-        assert pack.action(action).fixed_text == text
+        assert lesson.action(action).fixed_text == text
+    assert lesson.spec.actions[Action.HAND_OFF].fixed_text == SEED_FIXED_TEXTS[Action.HAND_OFF]
 
 
 def test_handbook_holds_h06_verbatim_and_no_parking_row(pack: DomainPack) -> None:

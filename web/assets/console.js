@@ -14,20 +14,6 @@ const TABS = {
   },
   handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=oldest&limit=100" },
 };
-const SCREEN_NAMES = {
-  numerals: "Numbers not in the handbook rows",
-  program_names: "Another program named",
-  action_slots: "The action's slots missing",
-  personal_details: "Personal details asked",
-  promise_words: "Promise words",
-  placeholders: "Placeholders",
-  token_cap: "Hit the token cap",
-  no_eos: "Never ended",
-  deadline: "Past the reply deadline",
-  failed: "The model failed",
-  over_budget: "Over the prompt budget",
-};
-
 // `opened` counts the tabs opened, so a slow start does not reopen a tab over one the person chose since.
 const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0 };
 
@@ -75,8 +61,18 @@ function when(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
 
+// Slots and screens as the desk's pack and the screens' table (both from /staff/desk) name them.
 function slotsText(slots) {
-  return Object.entries(slots).map(([name, value]) => `${name}: ${value}`).join(", ");
+  return Object.entries(slots).map(([name, value]) => {
+    const slot = state.desk.slots.find((known) => known.name === name);
+    const shown = slot?.values.find((known) => known.value === value);
+    return `${slot ? slot.label : name}: ${shown ? shown.label : value}`;
+  }).join(", ");
+}
+
+function screenLabel(name) {
+  const screen = state.desk.screens.find((known) => known.name === name);
+  return screen ? screen.label : name;
 }
 
 // --- signing in -------------------------------------------------------------------------------------
@@ -209,7 +205,7 @@ function reviewView(item) {
     ? el("ul", {}, ...item.passages.map((p) => el("li", {}, el("strong", { text: `${p.passage_id}: ` }), document.createTextNode(p.text))))
     : el("p", { text: "None: this action uses no handbook row." });
   const fired = item.screens_fired.length
-    ? el("ul", {}, ...item.screens_fired.map((name) => el("li", { text: SCREEN_NAMES[name] || name })))
+    ? el("ul", {}, ...item.screens_fired.map((name) => el("li", { text: screenLabel(name) })))
     : el("p", { text: "None fired." });
   const parts = [
     el("h2", { id: "item-heading", text: `Reply to turn ${item.turn_id} (${item.action})` }),

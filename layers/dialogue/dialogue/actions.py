@@ -228,6 +228,30 @@ class ScreenProfile(StrEnum):
         return LESSON_SCREENS if self is ScreenProfile.LESSON else DESK_SCREENS
 
 
+SCREEN_LABELS: dict[Screen, str] = {
+    Screen.NUMERALS: "Numbers not in the handbook rows",
+    Screen.PROGRAM_NAMES: "Another of the desk's offerings named",
+    Screen.ACTION_SLOTS: "What the action must say is missing",
+    Screen.PERSONAL_DETAILS: "Personal details asked for",
+    Screen.PROMISE_WORDS: "Promise words",
+    Screen.PLACEHOLDERS: "Placeholders left in",
+    Screen.STATUS_CLAIMS: "A status only staff can give",
+    Screen.PERSONAL_QUESTIONS: "Personal questions asked",
+    Screen.UNKNOWN_PROGRAMS: "An offering the desk does not have",
+    Screen.DATE_WORDS: "Days or dates not in the handbook rows",
+    Screen.THIRD_PERSON: "Speaks about the resident, not to them",
+    Screen.REQUEST_ASKS: "A request that asks nothing",
+    Screen.BOILERPLATE: "Wording that does not belong at a desk",
+    Screen.CONTACT_PROMISES: "Promises contact at a time or by another channel",
+    Screen.OVER_BUDGET: "Over the prompt budget",
+    Screen.FAILED: "The model failed",
+    Screen.TOKEN_CAP: "Hit the token cap",
+    Screen.NO_EOS: "Never ended",
+    Screen.DEADLINE: "Past the reply deadline",
+}
+"""What each screen is called on a staff page: the one table the console reads (`/staff/desk`)."""
+
+
 def in_screen_order(names: Iterable[str]) -> tuple[Screen, ...]:
     """Screens named in any order (a stored set), in the order Screen lists them."""
     given = {Screen(name) for name in names}

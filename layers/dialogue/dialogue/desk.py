@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dialogue.actions import (
     CONTENT_SCREENS,
+    SCREEN_LABELS,
     STAFF_REJECTED,
     Action,
     HandoffStatus,
@@ -212,6 +213,24 @@ def handoff_item(turn: TurnRecord, staff: StaffMember, now: datetime) -> Handoff
     )
 
 
+class ValueLabel(BaseModel):
+    value: str
+    label: str
+
+
+class SlotLabels(BaseModel):
+    """A frame slot as staff read it: its label and its values' labels, from the pack."""
+
+    name: str
+    label: str
+    values: list[ValueLabel]
+
+
+class ScreenLabel(BaseModel):
+    name: str
+    label: str
+
+
 class DeskInfo(BaseModel):
     """What a staff page needs to know about the desk and the signed-in person."""
 
@@ -221,6 +240,26 @@ class DeskInfo(BaseModel):
     reason_codes: list[str]
     max_message_chars: int
     claim_seconds: int
+    # How the console shows slots and screens: words from the pack and from one table of screens.
+    slots: list[SlotLabels]
+    screens: list[ScreenLabel]
+
+
+def slot_labels(pack: DomainPack) -> list[SlotLabels]:
+    """Each slot of `pack`'s frame with its label and its values' labels."""
+    return [
+        SlotLabels(
+            name=spec.name,
+            label=spec.label,
+            values=[ValueLabel(value=value, label=pack.value_label(spec.name, value)) for value in spec.values],
+        )
+        for spec in pack.frame.slots
+    ]
+
+
+def screen_labels() -> list[ScreenLabel]:
+    """Every screen with what staff call it."""
+    return [ScreenLabel(name=str(screen), label=label) for screen, label in SCREEN_LABELS.items()]
 
 
 # --- statistics ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from dialogue.actions import Action
-from dialogue.pack import DomainPack
+from dialogue.pack import DomainPack, SlotSpec
 from dialogue.state import DialogueState
 
 MAX_NEW_TOKENS = 60
@@ -119,11 +119,17 @@ def fact_block(action: Action, state: DialogueState, pack: DomainPack, topic: st
     return "\n".join(lines) if lines else "none"
 
 
+def _slot_line(spec: SlotSpec, value: str) -> str:
+    """`name=value`, with the value's label where the pack gives one ("reminder=text (a text message)")."""
+    label = spec.value_labels.get(value)
+    return f"{spec.name}={value} ({label})" if label else f"{spec.name}={value}"
+
+
 def build_realizer_messages(
     state: DialogueState, action: Action, pack: DomainPack, topic: str | None = None
 ) -> tuple[ChatMessage, ChatMessage]:
     """The system and user messages for wording `action`: state, action meaning and facts, nothing else."""
-    slot_lines = "\n".join(f"{name}={value}" for name, value in state.slots.items())
+    slot_lines = "\n".join(_slot_line(pack.frame.slot(name), value) for name, value in state.slots.items())
     user = (
         f"ACTION: {action}"
         f"\nACTION MEANING: {pack.action(action).instruction}"

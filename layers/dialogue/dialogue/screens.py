@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
 from dialogue.normalize import normalize, normalize_reply
-from dialogue.pack import DomainPack
+from dialogue.pack import DomainPack, SlotSpec
 from dialogue.pack.patterns import CompiledDeskWords
 from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
@@ -106,6 +106,12 @@ def program_names_ok(reply: str, action: Action, program: str, pack: DomainPack,
     return all(p.id == program or p.display_name.casefold() in allowed for p in mentioned)
 
 
+def _names_of(spec: SlotSpec, value: str) -> tuple[str, ...]:
+    """What a reply may call a slot's value: the value itself, or its label where the pack gives one."""
+    label = spec.value_labels.get(value)
+    return (value, label) if label else (value,)
+
+
 def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> bool:
     """The reply carries what its action is for: the pack's required patterns and slot values."""
     spec = pack.action(action)
@@ -117,7 +123,7 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
             alias = pack.compiled.program_aliases.get(value)
             if alias is None or not alias.search(reply):
                 return False
-        elif value.casefold() not in reply.casefold():
+        elif not any(name.casefold() in reply.casefold() for name in _names_of(pack.frame.slot(slot), value)):
             return False
     return True
 
@@ -257,7 +263,7 @@ def screen_reply(
         words, spec = patterns.desk, pack.spec.screens.desk
         if words is None or spec is None:
             raise ValueError("this pack has no [screens.desk] words, so only the lesson profile can run")
-        channel = slots.get(spec.contact_slot, "")
+        channel = slots.get(spec.contact_slot, "") if spec.contact_slot else ""
         results += (
             status_claims_ok(folded, words, folded_facts),
             personal_questions_ok(folded, words, folded_facts),

@@ -25,6 +25,7 @@ UNKNOWN = "unknown"
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
 PassageId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_-]{0,15}$")]
+Phrase = Annotated[str, StringConstraints(pattern=r"\S", max_length=200)]
 
 
 class UnderstandingProfile(StrEnum):
@@ -46,11 +47,31 @@ class SlotSpec(_Strict):
     request_action: Action | None = None
     label: NonEmptyText
     record_label: NonEmptyText | None = None
+    # How a value reads in replies, fallbacks and the console ("a text message"); a value without one
+    # reads as itself, underscores as spaces. A text names it as {<slot>.label}.
+    value_labels: dict[Identifier, NonEmptyText] = Field(default_factory=dict)
+    # What a confirmation adds for a value (", with an interpreter" for yes, nothing for no), spaces
+    # kept as written; a text names it as {<slot>.phrase}, which is empty for a value without one.
+    confirm_phrases: dict[Identifier, Phrase] = Field(default_factory=dict)
 
     @property
     def retained_label(self) -> str:
         """The slot's column heading in the retained record."""
         return self.record_label or self.label
+
+    def value_label(self, value: str) -> str:
+        """How `value` reads to a person."""
+        return self.value_labels.get(value) or value.replace("_", " ")
+
+    def confirm_phrase(self, value: str) -> str:
+        return self.confirm_phrases.get(value, "")
+
+    @model_validator(mode="after")
+    def _labels_name_values(self) -> SlotSpec:
+        for field in ("value_labels", "confirm_phrases"):
+            if unknown := sorted(set(getattr(self, field)) - set(self.values)):
+                raise ValueError(f"field {field}: {self.name} never holds {unknown}")
+        return self
 
     @field_validator("values")
     @classmethod
@@ -259,12 +280,29 @@ class UnderstandingRules(_Strict):
         return self.intents[-1]
 
 
+class ActionTexts(_Strict):
+    """An action's words for one understanding profile, where they differ from the action's own: the
+    lesson profile keeps the seed's texts, and `[actions.<name>.desk]` gives what residents read at the
+    desk ("This scripted lesson stores no contact details." is the lesson's, not a desk's)."""
+
+    instruction: NonEmptyText | None = None
+    fixed_text: NonEmptyText | None = None
+    template_text: NonEmptyText | None = None
+
+
 class ActionSpec(_Strict):
     instruction: NonEmptyText
     fixed_text: NonEmptyText
     template_text: NonEmptyText | None = None
     required_patterns: tuple[PatternText, ...] = ()
     required_slots: tuple[Identifier, ...] = ()
+    desk: ActionTexts | None = None
+
+    def for_profile(self, profile: UnderstandingProfile) -> ActionSpec:
+        """This action as `profile` words it."""
+        if profile is not UnderstandingProfile.DESK or self.desk is None:
+            return self
+        return self.model_copy(update=self.desk.model_dump(exclude_none=True) | {"desk": None})
 
 
 class FactRows(_Strict):
@@ -296,8 +334,10 @@ class DeskScreenWords(_Strict):
     # (channel_patterns, per value of contact_slot) and no time (date_word_pattern, time_pattern).
     contact_promise_pattern: PatternText
     time_pattern: PatternText
-    contact_slot: Identifier
-    channel_patterns: dict[Identifier, PatternText] = Field(min_length=1)
+    # The slot that holds how the resident wants to be contacted, and a pattern per value; a desk that
+    # asks for no channel leaves both out, and a promise then only may name no time.
+    contact_slot: Identifier | None = None
+    channel_patterns: dict[Identifier, PatternText] = Field(default_factory=dict)
 
 
 class ScreenPatterns(_Strict):
@@ -338,21 +378,32 @@ class DomainInfo(_Strict):
 
 
 PLACEHOLDERS = ("program_display", "facts")
-"""What a fixed or template text may name besides the frame's slots (`{<slot>}`)."""
+"""What a fixed or template text may name besides the frame's slots (`{<slot>}`, the value itself)."""
+
+SLOT_PARTS = ("label", "phrase")
+"""What a text may name of a slot's value: `{<slot>.label}` and `{<slot>.phrase}` (see SlotSpec)."""
 
 
 def _check_placeholders(text: str | None, slot_names: set[str], where: str) -> None:
-    """Every `{name}` in a text names a slot or one of PLACEHOLDERS; braces are balanced."""
+    """Every `{name}` in a text names a slot (or a slot's label or phrase) or one of PLACEHOLDERS, with
+    no format spec; braces are balanced."""
     if text is None:
         return
     try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+        fields = [(field, spec, conversion) for _, field, spec, conversion in string.Formatter().parse(text)
+                  if field is not None]  # fmt: skip
     except ValueError:
         raise ValueError(f"{where}: unbalanced braces (write {{{{ and }}}} for a brace itself)") from None
-    allowed = slot_names | set(PLACEHOLDERS)
-    for field in fields:
-        if field not in allowed:
-            raise ValueError(f"{where}: {{{field}}} names no slot and no placeholder ({', '.join(sorted(allowed))})")
+    allowed = sorted(slot_names | set(PLACEHOLDERS))
+    for field, spec, conversion in fields:
+        base, _, part = field.partition(".")
+        if spec or conversion or "[" in field:
+            raise ValueError(f"{where}: {{{field}}} may hold only a name, with no format spec")
+        if base not in allowed or (part and (base not in slot_names or part not in SLOT_PARTS)):
+            raise ValueError(
+                f"{where}: {{{field}}} names no slot and no placeholder ({', '.join(allowed)}; "
+                f"or <slot>.label, <slot>.phrase)"
+            )
 
 
 def located(table: str, index: int | None = None, field: str | None = None) -> str:
@@ -418,6 +469,9 @@ class DomainSpec(_Strict):
                     raise ValueError(f"{located(f'actions.{action}', field='required_slots')}: {slot!r} is no slot")
             for field in ("fixed_text", "template_text"):
                 _check_placeholders(getattr(spec, field), slot_names, located(f"actions.{action}", field=field))
+                if spec.desk is not None:
+                    where = located(f"actions.{action}.desk", field=field)
+                    _check_placeholders(getattr(spec.desk, field), slot_names, where)
         for index, topic in enumerate(self.topics):
             _check_placeholders(topic.fixed_text, slot_names, located("topics", index, "fixed_text"))
         for index, rows in enumerate(self.fact_rows):
@@ -427,10 +481,12 @@ class DomainSpec(_Strict):
                 raise ValueError(f"{located('fact_rows', index, 'action')}: inform takes its rows from topics")
         if self.screens.desk is not None:
             desk = self.screens.desk
-            if desk.contact_slot not in slot_names:
+            if desk.contact_slot is None:
+                if desk.channel_patterns:
+                    raise ValueError(f"{located('screens.desk', field='channel_patterns')}: needs a contact_slot")
+            elif desk.contact_slot not in slot_names:
                 raise ValueError(f"{located('screens.desk', field='contact_slot')}: {desk.contact_slot!r} is no slot")
-            values = set(self.frame.slot(desk.contact_slot).values) - {UNKNOWN}
-            if set(desk.channel_patterns) != values:
+            elif set(desk.channel_patterns) != set(self.frame.slot(desk.contact_slot).values) - {UNKNOWN}:
                 raise ValueError(
                     f"{located('screens.desk', field='channel_patterns')}: must name exactly the values of "
                     f"{desk.contact_slot}"
@@ -564,10 +620,22 @@ class DomainPack(BaseModel):
         return tuple(action for action in self.actions if action.uses_model)
 
     def action(self, action: Action) -> ActionSpec:
-        return self.spec.actions[action]
+        """`action`'s instruction and texts as this process's understanding profile words them."""
+        return self._actions_for_profile[action]
+
+    @cached_property
+    def _actions_for_profile(self) -> Mapping[Action, ActionSpec]:
+        return {action: spec.for_profile(self.understanding_profile) for action, spec in self.spec.actions.items()}
 
     def program(self, program_id: str) -> Program | None:
         return next((program for program in self.spec.programs if program.id == program_id), None)
+
+    def value_label(self, slot: str, value: str) -> str:
+        """How a slot's value reads to a person: its label, else a program's display name, else itself."""
+        spec = self.frame.slot(slot)
+        if value not in spec.value_labels and slot == self.program_slot and (program := self.program(value)):
+            return program.display_name
+        return spec.value_label(value)
 
     def program_display(self, program_id: str) -> str:
         program = self.program(program_id)
