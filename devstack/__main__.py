@@ -6,6 +6,8 @@ chat [--realizer NAME]                       talk to the assistant in the termin
 serve [--host H] [--port P] [--realizer NAME]  the HTTP APIs on loopback, as API Gateway serves them
 token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API that serve accepts
 eval FILE.csv [FILE.csv ...] [--json] [--goal F] a labelled set scored against the desk's understanding
+new-pack NAME [DIR]                          write a starter desk (no other desk's words) to DIR
+check-pack PATH                              every check the tests run on data/*, on a pack anywhere
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
 it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
@@ -216,6 +218,40 @@ def _minutes(value: str) -> int:
     return minutes
 
 
+def _new_pack(args: argparse.Namespace) -> int:
+    from devstack.pack_check import NAME_PATTERN, new_pack
+    from dialogue.pack import PackError, pack_dir_for
+
+    if not NAME_PATTERN.match(args.name):
+        print("devstack: a desk's name is 2 to 40 lower-case letters, digits and underscores", file=sys.stderr)
+        return 2
+    try:
+        written = new_pack(args.name, Path(args.dir) if args.dir else pack_dir_for(args.name))
+    except PackError as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+    print(f"devstack: a starter desk is in {written}; next: python -m devstack check-pack {written}")
+    return 0
+
+
+def _check_pack(args: argparse.Namespace) -> int:
+    from devstack.pack_check import check_pack, check_table
+    from dialogue.pack import pack_dir_for
+
+    desk = pack_dir_for(args.path)
+    if not (desk / "domain.toml").is_file():
+        print("devstack: check-pack needs a folder holding a domain.toml", file=sys.stderr)
+        return 2
+    checks = check_pack(desk, profile=args.understanding, gate_samples=args.gate_samples)
+    print(check_table(desk, checks))
+    failed = [check.name for check in checks if check.passed is False]
+    print(
+        f"{len(checks) - len(failed)} of {len(checks)} checks passed or skipped"
+        + (f"; failed: {', '.join(failed)}" if failed else ".")
+    )
+    return 1 if failed else 0
+
+
 def _pack_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pack",
@@ -298,6 +334,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     _understanding_option(evaluation)
     evaluation.set_defaults(run=_eval)
+
+    starter = commands.add_parser("new-pack", help="write a starter desk: one slot, one topic, sample turns")
+    starter.add_argument("name", help="the desk's name: lower-case letters, digits and underscores")
+    starter.add_argument("dir", nargs="?", help="the new folder (default: data/NAME)")
+    starter.set_defaults(run=_new_pack)
+
+    checking = commands.add_parser("check-pack", help="run every check the tests run on data/* on one pack")
+    checking.add_argument("path", help="a domain pack's folder, or a desk's name under data/")
+    checking.add_argument(
+        "--gate-samples", type=int, default=300, help="generated texts for the word gates (default: 300)"
+    )
+    _understanding_option(checking)
+    checking.set_defaults(run=_check_pack)
 
     token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")
     token.add_argument("--staff", required=True, metavar="NAME", help="the staff user's name (its subject is stable)")

@@ -1,7 +1,9 @@
 """Screen a desk's control replies: drafts written to test the screens without any model.
 
 A control file holds `control_id`, `reply` and `action`, and a column for each frame slot the reply's
-checks need (the seed's: `program` and `contact_channel`); slots without a column are unknown.
+checks need (the seed's: `program` and `contact_channel`); slots without a column are unknown. An
+`expected_label` column, where a desk has one, holds the label each reply must get ("held for human
+review", "not flagged by screen"); `devstack check-pack` compares them.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from devstack.replay import format_table
-from dialogue.actions import LESSON_SCREENS, Action, ScreenProfile
+from dialogue.actions import LESSON_SCREENS, Action, ReplyScreen, ScreenProfile
 from dialogue.pack import UNKNOWN, DomainPack, PackError
 from dialogue.pack.loader import describe, read_csv_records
 from dialogue.screens import screen_reply
 
 _FIELDS = ("control_id", "reply", "action")
+_EXPECTED = "expected_label"
 
 
 class ControlReply(BaseModel):
@@ -28,6 +31,7 @@ class ControlReply(BaseModel):
     reply: Annotated[str, Field(min_length=1)]
     action: Action
     slots: dict[str, str]
+    expected_label: ReplyScreen | None = None
 
 
 class ControlResult(BaseModel):
@@ -54,11 +58,12 @@ def read_controls(path: Path, pack: DomainPack) -> list[ControlReply]:
     """The control replies of `path`; every column but the three fixed ones must be a frame slot."""
     header, records = read_csv_records(path)
     missing = [name for name in _FIELDS if name not in header]
-    slot_columns = [name for name in header if name not in _FIELDS]
+    slot_columns = [name for name in header if name not in (*_FIELDS, _EXPECTED)]
     strange = [name for name in slot_columns if name not in pack.frame.slot_names]
     if missing or strange:
         raise PackError(
-            f"{path}: header must hold {list(_FIELDS)} and frame slots; missing {missing}, unknown {strange}"
+            f"{path}: header must hold {list(_FIELDS)}, frame slots and perhaps {_EXPECTED}; "
+            f"missing {missing}, unknown {strange}"
         )
     controls = []
     for line, record in records:
@@ -67,7 +72,10 @@ def read_controls(path: Path, pack: DomainPack) -> list[ControlReply]:
             if value not in pack.frame.slot(name).values:
                 raise PackError(f"{path}, row at line {line}: field {name}: {name} never holds that value")
         try:
-            controls.append(ControlReply.model_validate({**{name: record[name] for name in _FIELDS}, "slots": slots}))
+            given = {name: record[name] for name in _FIELDS} | {"slots": slots}
+            if record.get(_EXPECTED):
+                given[_EXPECTED] = record[_EXPECTED]
+            controls.append(ControlReply.model_validate(given))
         except ValidationError as error:
             raise PackError(f"{path}, row at line {line}: {describe(error)}") from None
     return controls

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack.pack_check import leaked_examples
 from dialogue.normalize import normalize
 from dialogue.pack import PackError, UnderstandingProfile, load_pack
 from dialogue.understanding import understand
@@ -51,6 +52,8 @@ def test_no_held_out_text_is_an_example(desk: str) -> None:
         with path.open(newline="", encoding="utf-8") as handle:
             tuning |= {normalize(" ".join(row["text"].split())) for row in csv.DictReader(handle)}
     assert [text for text in leaked if text not in tuning] == []
+    # check-pack's reading of the same (devstack/pack_check.py), from the loaded pack's examples.
+    assert leaked_examples(load_pack(DATA / desk), DATA / desk) == (len(held_out), [])
 
 
 @pytest.mark.parametrize("desk", DESKS)

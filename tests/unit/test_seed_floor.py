@@ -10,77 +10,39 @@ case, so none is a blanket.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from pack_files import edit_domain
 
-from dialogue.normalize import normalize
-from dialogue.pack import DomainPack, get_pack
-from dialogue.pack.loader import read_csv_records
+from devstack.pack_check import seed_floor
+from dialogue.pack import get_pack, load_pack
 from dialogue.understanding import understand
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 DESKS = sorted(path.parent for path in DATA.glob("*/domain.toml"))
 
-# The seed's rules, as the lesson writes them (R's `regex(..., ignore_case = TRUE)`).
-SEED_INJECTION = r"\b(ignore|instruction|system prompt|developer message)\b"
-SEED_STAFF_ONLY = r"\b(approved|approve|guaranteed|guarantee|skip staff|before staff check)\b"
-SEED_RULES = {"injection_rules": SEED_INJECTION, "staff_only_rules": SEED_STAFF_ONLY}
-
-
-def _texts(desk: Path) -> list[tuple[str, str]]:
-    """(where, text) for every turn of every test set of the desk: its own sets and those from outside."""
-    found = []
-    for path in sorted([*desk.glob("*.csv"), *desk.glob("eval/*.csv")]):
-        header, records = read_csv_records(path)
-        column = next((name for name in ("text", "user_utterance") if name in header), None)
-        if column is not None:
-            found += [(f"{path.relative_to(DATA)}:{line}", record[column]) for line, record in records]
-    return found
-
-
-def _floor_rule(pack: DomainPack, table: str) -> tuple[str, ...]:
-    """The benign exceptions the desk's copy of the seed rule yields to; the copy must exist."""
-    rules = [rule for rule in getattr(pack.spec.understanding, table) if rule.pattern == SEED_RULES[table]]
-    assert len(rules) == 1, f"the desk must carry the seed's rule word for word in {table}"
-    return rules[0].unless
-
-
-def _covered(text: str, pattern: str, pack: DomainPack, exceptions: tuple[str, ...]) -> bool:
-    spans = [match.span() for name in exceptions for match in pack.compiled.benign[name].finditer(text)]
-    return all(
-        any(start <= match.start() and match.end() <= end for start, end in spans)
-        for match in re.finditer(pattern, text, re.IGNORECASE)
-    )
-
 
 @pytest.mark.parametrize("desk", DESKS, ids=[desk.name for desk in DESKS])
 def test_every_turn_the_seed_rules_flag_is_refused_or_named_benign(desk: Path) -> None:
-    pack = get_pack(desk)
-    exceptions_used: Counter[str] = Counter()
-    flagged = 0
-    wrong = []
-    for where, text in _texts(desk):
-        normalized = normalize(text)
-        for table, pattern in SEED_RULES.items():
-            # The seed matched the raw text; the desk matches the normalized text, which sees through more.
-            if not (re.search(pattern, text, re.IGNORECASE) or re.search(pattern, normalized, re.IGNORECASE)):
-                continue
-            flagged += 1
-            exceptions = _floor_rule(pack, table)
-            if understand(text, pack).must_refuse:
-                continue
-            used = [name for name in exceptions if _covered(normalized, pattern, pack, (name,))]
-            if used or _covered(normalized, pattern, pack, exceptions):
-                exceptions_used.update(used or exceptions)
-            else:
-                wrong.append(f"{where}: flagged by the seed's {table} but not refused")
-    assert not wrong, "\n".join(wrong)
-    assert flagged >= 20, "the sets must hold turns the seed's rules flag"
-    named = {name for table in SEED_RULES for name in _floor_rule(pack, table)}
-    assert named <= set(exceptions_used), f"exceptions no test case needs: {sorted(named - set(exceptions_used))}"
+    """devstack check-pack runs the same check (devstack/pack_check.py's `seed_floor`)."""
+    report = seed_floor(get_pack(desk), desk)
+    assert report.missing_rules == [], "the desk must carry the seed's rules word for word"
+    assert not report.wrong, "\n".join(report.wrong)
+    assert report.flagged >= 20, "the sets must hold turns the seed's rules flag"
+    assert report.unneeded == [], f"exceptions no test case needs: {report.unneeded}"
+
+
+def test_the_floor_check_finds_the_rule_by_its_words_and_fails_a_desk_without_them(pack_copy: Path) -> None:
+    """The check is no stub: a renamed rule still counts, a rule with other words is no floor."""
+    edit_domain(pack_copy, "[[understanding.injection_rules]]\nname = \"seed_injection_words\"",
+                "[[understanding.injection_rules]]\nname = \"seed_injection_words_gone\"")  # fmt: skip
+    pack = load_pack(pack_copy)
+    assert seed_floor(pack, pack_copy).missing_rules == []
+    edit_domain(pack_copy, "pattern = '\\b(ignore|instruction|system prompt|developer message)\\b'",
+                "pattern = '\\bzzzz\\b'")  # fmt: skip
+    report = seed_floor(load_pack(pack_copy), pack_copy)
+    assert report.missing_rules == ["injection_rules"]
 
 
 @pytest.mark.parametrize("desk", DESKS, ids=[desk.name for desk in DESKS])

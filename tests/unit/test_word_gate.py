@@ -19,10 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devstack.pack_check import gate_vocabulary, gated_patterns, hidden_match, sample_gate_texts
 from dialogue.actions import Action, ScreenProfile
 from dialogue.normalize import normalize_reply
-from dialogue.pack import DomainPack, get_pack
-from dialogue.pack.word_gate import GatedPattern, GateIndex, word_gate
+from dialogue.pack import get_pack
+from dialogue.pack.word_gate import GateIndex, word_gate
 from dialogue.screens import Folded, names_text, screen_reply
 from tests.unit.test_reply_mutations import MUTATIONS
 
@@ -85,25 +86,8 @@ def test_an_ignorecase_gate_stays_open_on_text_that_is_not_ascii() -> None:
     assert fit.search(text, gates.opened(text.casefold(), ascii_text=False)) is not None
 
 
-def _gated(pack: DomainPack) -> list[tuple[str, GatedPattern]]:
-    compiled, desk = pack.compiled, pack.compiled.desk
-    found = [("personal_detail", compiled.personal_detail), ("promise", compiled.promise)]
-    if desk is not None:
-        names = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
-        names += ("boilerplate", "contact_promise", "time")
-        found += [(name, getattr(desk, name)) for name in names]
-    return found
-
-
-def _vocabulary(pack: DomainPack) -> list[str]:
-    """Each gated pattern's own words (so that generated text matches often), the pack's program
-    names, and look-alikes that test the edges: capitals, apostrophes, digits, letters beyond a-z."""
-    words: set[str] = set()
-    for _name, gated in _gated(pack):
-        words |= set(re.findall(r"[A-Za-z]+", gated.pattern.pattern))
-    for program in pack.spec.programs:
-        words |= set(program.display_name.split())
-    return [*sorted(words), "I'm", "you're", "we'll", "3", "24", "caf\u00e9", "f\u0131t", "STRASSE", "stra\u00dfe"]
+_gated = gated_patterns
+_vocabulary = gate_vocabulary
 
 
 @pytest.mark.parametrize("pack_dir", PACK_DIRS, ids=lambda path: path.name)
@@ -197,3 +181,16 @@ def test_the_screens_give_the_same_verdicts_with_every_gate_open(monkeypatch: py
     monkeypatch.setattr(GateIndex, "opened", lambda self, folded, *, ascii_text: -1)  # every bit set
     assert verdicts() == gated
     assert any(gated) and not all(gated)
+
+
+@pytest.mark.parametrize("pack_dir", PACK_DIRS, ids=lambda path: path.name)
+def test_check_packs_gate_check_passes_here_and_catches_a_gate_that_stays_shut(
+    pack_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check-pack's gate check (devstack/pack_check.py) on seeded text: no hidden match with the real
+    gates, and one found at once when every gate stays shut."""
+    pack = get_pack(pack_dir)
+    texts = list(sample_gate_texts(pack, 200, seed=7))
+    assert [text for text in texts if hidden_match(pack, text)] == []
+    monkeypatch.setattr(GateIndex, "opened", lambda self, text, *, ascii_text: 0)
+    assert any(hidden_match(pack, text) for text in texts)

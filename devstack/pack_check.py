@@ -1,0 +1,477 @@
+"""`devstack check-pack PATH`: every check the tests run on the desks under `data/`, on a pack anywhere.
+
+Each check reads the pack's own files and says what it found in one line; a file a check needs and the
+pack lacks is a failure where the check cannot do without it (`scripted_turns.csv`) and a skip where
+the desk may go without it (held-out sets). The tests of `data/*` call these same functions, so a
+pack that passes here passes there.
+
+| check            | what must hold                                                                   |
+| ---------------- | -------------------------------------------------------------------------------- |
+| loads            | the pack loads in both understanding profiles (schema, placeholders, references) |
+| texts            | every action's and topic's text renders for every state, in both profiles        |
+| scripted turns   | `scripted_turns.csv` through the local stack: each turn matches, each gets a reply |
+| topic cases      | each `topic_cases*.csv` scores at least 95%; `topic_cases.csv` covers every topic  |
+| controls         | `screen_controls.csv` screens; rows with `expected_label` get that label          |
+| seed floor       | the seed's two rules word for word; every turn of the desk's sets they flag is    |
+|                  | refused or lies in a benign exception it names, and each exception is needed      |
+| domain words     | no shared code names this desk's words; the pack names no other desk              |
+| word gates       | a shut gate never hides a match, on seeded text built from the patterns' words    |
+| examples         | no held-out text is an example (where the desk has examples.toml)                 |
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dialogue.actions import Action
+from dialogue.normalize import normalize, normalize_reply
+from dialogue.pack import PACK_DIR_ENV, PROFILE_ENV, DomainPack, PackError, forget_loaded_packs, load_pack
+from dialogue.pack.loader import read_csv_records
+from dialogue.pack.word_gate import GatedPattern
+from dialogue.replies import fixed_reply, reply_fields
+from dialogue.screens import Folded, names_text
+from dialogue.state import DialogueState
+from dialogue.understanding import understand
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE_DIRS = ("layers", "functions", "realizer_container", "devstack")
+STARTER_DIR = Path(__file__).resolve().parent / "starter"
+PLAIN_WORDS = frozenset({"unknown", "yes", "no"})
+"""Slot values that are plain English and may appear in code (every slot's start, a yes/no slot's)."""
+TOPIC_GOAL = 0.95
+SEED_INJECTION = r"\b(ignore|instruction|system prompt|developer message)\b"
+SEED_STAFF_ONLY = r"\b(approved|approve|guaranteed|guarantee|skip staff|before staff check)\b"
+SEED_RULES = {"injection_rules": SEED_INJECTION, "staff_only_rules": SEED_STAFF_ONLY}
+"""The seed's two screening rules, as the lesson writes them: every desk carries them word for word."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's verdict: passed, failed, or skipped (None) for a file the desk may go without."""
+
+    name: str
+    passed: bool | None
+    detail: str
+
+
+# --- texts -------------------------------------------------------------------------------------------
+
+
+def render_every_text(pack: DomainPack) -> int:
+    """Render every action's fixed and template text, and every topic's, for every state the frame
+    allows; return how many were rendered. Raises AssertionError naming the first that does not render."""
+    rendered = 0
+    for values in itertools.product(*(slot.values for slot in pack.frame.slots)):
+        state = DialogueState.from_slots(pack.frame, dict(zip(pack.frame.slot_names, values, strict=True)))
+        for action in pack.actions:
+            topics = [None, *(t.name for t in pack.spec.topics)] if action is Action.ABSTAIN_HAND_OFF else [None]
+            texts = [fixed_reply(action, state, pack, topic) for topic in topics]
+            if template := pack.action(action).template_text:
+                texts.append(template.format_map(reply_fields(state.slots, pack, "facts")))
+            for text in texts:
+                if not text.strip() or set(text) & set("{}"):
+                    raise AssertionError(f"{action} for {dict(zip(pack.frame.slot_names, values, strict=True))}")
+                rendered += 1
+    return rendered
+
+
+# --- the seed's floor --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FloorReport:
+    flagged: int
+    wrong: list[str]
+    unneeded: list[str]
+    missing_rules: list[str]
+
+
+def case_texts(desk: Path) -> list[tuple[str, str]]:
+    """(where, text) for every turn of every test set of the desk: its own sets and those from outside."""
+    found = []
+    for path in sorted([*desk.glob("*.csv"), *desk.glob("eval/*.csv")]):
+        header, records = read_csv_records(path)
+        column = next((name for name in ("text", "user_utterance") if name in header), None)
+        if column is not None:
+            found += [(f"{path.relative_to(desk)}:{line}", record[column]) for line, record in records]
+    return found
+
+
+def floor_rule_exceptions(pack: DomainPack, table: str) -> tuple[str, ...] | None:
+    """The benign exceptions the desk's copy of the seed rule yields to; None when it has no copy."""
+    rules = [rule for rule in getattr(pack.spec.understanding, table) if rule.pattern == SEED_RULES[table]]
+    return rules[0].unless if len(rules) == 1 else None
+
+
+def _covered(text: str, pattern: str, pack: DomainPack, exceptions: Sequence[str]) -> bool:
+    spans = [match.span() for name in exceptions for match in pack.compiled.benign[name].finditer(text)]
+    return all(
+        any(start <= match.start() and match.end() <= end for start, end in spans)
+        for match in re.finditer(pattern, text, re.IGNORECASE)
+    )
+
+
+def seed_floor(pack: DomainPack, desk: Path) -> FloorReport:
+    """Every turn the seed's rules flag in the desk's sets is refused, unless every word they caught
+    lies inside a benign exception the desk's copy names; every exception named is needed."""
+    exceptions = {table: floor_rule_exceptions(pack, table) for table in SEED_RULES}
+    missing = [table for table, named in exceptions.items() if named is None]
+    if missing:
+        return FloorReport(0, [], [], missing)
+    used: Counter[str] = Counter()
+    flagged, wrong = 0, []
+    for where, text in case_texts(desk):
+        normalized = normalize(text)
+        for table, pattern in SEED_RULES.items():
+            # The seed matched the raw text; the desk matches the normalized text, which sees through more.
+            if not (re.search(pattern, text, re.IGNORECASE) or re.search(pattern, normalized, re.IGNORECASE)):
+                continue
+            flagged += 1
+            if understand(text, pack).must_refuse:
+                continue
+            named = exceptions[table] or ()
+            helped = [name for name in named if _covered(normalized, pattern, pack, (name,))]
+            if helped or _covered(normalized, pattern, pack, named):
+                used.update(helped or named)
+            else:
+                wrong.append(f"{where}: flagged by the seed's {table} but not refused")
+    named_all = {name for named in exceptions.values() for name in named or ()}
+    return FloorReport(flagged, wrong, sorted(named_all - set(used)), [])
+
+
+# --- domain words ------------------------------------------------------------------------------------
+
+
+def domain_words(pack: DomainPack, folder: str) -> set[str]:
+    """A desk's own words: its folder's and desk's names, its programs' ids and names, its slot values
+    (but the plain ones)."""
+    words = {folder, pack.spec.domain.name}
+    for program in pack.spec.programs:
+        words |= {program.id, program.display_name}
+    for slot in pack.frame.slots:
+        words |= set(slot.values) - PLAIN_WORDS
+    return words
+
+
+def desk_names(pack: DomainPack, folder: str) -> set[str]:
+    """The words that name a desk and no other: its folder, its name and its programs' display names."""
+    return {folder, pack.spec.domain.name, *(program.display_name for program in pack.spec.programs)}
+
+
+def word_pattern(words: set[str]) -> re.Pattern[str]:
+    """Whole words, any case; an identifier's underscores also match spaces or hyphens ("front desk")."""
+    alternatives = sorted((re.escape(word).replace("_", "[_ -]") for word in words), key=len, reverse=True)
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(alternatives)})(?![\w-])", re.IGNORECASE)
+
+
+def code_files(root: Path = ROOT) -> list[Path]:
+    """Every file of the shared code: the core, the functions, the realizer and devstack, but the
+    starter pack (a pack's data, checked for other desks' names instead)."""
+    files = []
+    for folder in CODE_DIRS:
+        for path in sorted((root / folder).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts or path.suffix in {".pyc", ".png"}:
+                continue
+            if path.is_relative_to(STARTER_DIR):
+                continue
+            files.append(path)
+    return files
+
+
+def find_words(pattern: re.Pattern[str], files: Sequence[Path], root: Path) -> list[str]:
+    """`file:line: 'word'` for each line of `files` the pattern finds a word in."""
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+            if match := pattern.search(line):
+                found.append(f"{path.relative_to(root)}:{number}: {match.group(0)!r}")
+    return found
+
+
+def other_desks(desk: Path, root: Path = ROOT) -> dict[str, DomainPack]:
+    """The desks under the repository's data/, but `desk` itself."""
+    found = {}
+    for domain in sorted((root / "data").glob("*/domain.toml")):
+        if domain.parent.resolve() != desk.resolve():
+            found[domain.parent.name] = load_pack(domain.parent)
+    return found
+
+
+def pack_files(desk: Path) -> list[Path]:
+    """The pack's own files: its tables, handbook and test sets (not `eval/`, which holds outside text)."""
+    return sorted(path for path in desk.iterdir() if path.is_file() and path.suffix in {".toml", ".csv"})
+
+
+# --- word gates --------------------------------------------------------------------------------------
+
+
+def gated_patterns(pack: DomainPack) -> list[tuple[str, GatedPattern]]:
+    """The screens' patterns that a word gate may skip, by name."""
+    compiled, desk = pack.compiled, pack.compiled.desk
+    found = [("personal_detail", compiled.personal_detail), ("promise", compiled.promise)]
+    if desk is not None:
+        names = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
+        names += ("boilerplate", "contact_promise", "time")
+        found += [(name, getattr(desk, name)) for name in names]
+    return found
+
+
+def gate_vocabulary(pack: DomainPack) -> list[str]:
+    """Each gated pattern's own words (so that generated text matches often), the pack's program
+    names, and look-alikes that test the edges: capitals, apostrophes, digits, letters beyond a-z."""
+    words: set[str] = set()
+    for _name, gated in gated_patterns(pack):
+        words |= set(re.findall(r"[A-Za-z]+", gated.pattern.pattern))
+    for program in pack.spec.programs:
+        words |= set(program.display_name.split())
+    return [*sorted(words), "I'm", "you're", "we'll", "3", "24", "caf\u00e9", "f\u0131t", "STRASSE", "stra\u00dfe"]
+
+
+def hidden_match(pack: DomainPack, text: str) -> str | None:
+    """The name of a gated pattern that matches `text` as the screens read it while its gate stays
+    shut, or None."""
+    normalized = normalize_reply(text)
+    folded = Folded.of(normalized, pack)
+    for name, gated in gated_patterns(pack):
+        read = names_text(normalized) if name == "program_name" else normalized if gated.ascii_only else folded.text
+        if gated.pattern.search(read) is not None and not (folded.opened is not None and folded.opened & gated.bit):
+            return name
+    return None
+
+
+def sample_gate_texts(pack: DomainPack, count: int, seed: int = 0) -> Iterator[str]:
+    """`count` texts of up to 14 words drawn from the gates' vocabulary, in mixed case and spacing."""
+    draw = random.Random(seed)
+    vocabulary = gate_vocabulary(pack)
+    cases: list[Callable[[str], str]] = [str, str.lower, str.title, str.upper]
+    separators = [" ", " ", ", ", ". ", "? ", "'", "\u2019", "-", "  ", "\n", "\u00a0", " ("]
+    for _ in range(count):
+        words = [draw.choice(cases)(draw.choice(vocabulary)) for _ in range(draw.randint(1, 14))]
+        yield "".join(word + draw.choice(separators) for word in words)
+
+
+# --- examples ----------------------------------------------------------------------------------------
+
+
+def example_texts(pack: DomainPack) -> set[str]:
+    examples = pack.examples
+    if examples is None:
+        return set()
+    found = set(examples.other)
+    for table in (examples.topics, examples.intents, examples.screens):
+        for texts in table.values():
+            found.update(texts)
+    for values in examples.values.values():
+        for texts in values.values():
+            found.update(texts)
+    return {normalize(text) for text in found}
+
+
+def _texts_of(paths: Sequence[Path]) -> list[str]:
+    found = []
+    for path in paths:
+        with path.open(newline="", encoding="utf-8") as handle:
+            found += [normalize(" ".join(row["text"].split())) for row in csv.DictReader(handle)]
+    return found
+
+
+def leaked_examples(pack: DomainPack, desk: Path) -> tuple[int, list[str]]:
+    """How many held-out texts the desk has, and those that are examples though no tuning part holds
+    them (a held-out row may repeat a tuning row word for word: public sets hold duplicates)."""
+    held_out = _texts_of(sorted((desk / "eval").glob("*_heldout.csv")))
+    tuning = set(_texts_of(sorted((desk / "eval").glob("*_tune.csv"))))
+    examples = example_texts(pack)
+    return len(held_out), [text for text in held_out if text in examples and text not in tuning]
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _serving(desk: Path, profile: str | None) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in (PACK_DIR_ENV, PROFILE_ENV)}
+    os.environ[PACK_DIR_ENV] = str(desk.resolve())
+    if profile:
+        os.environ[PROFILE_ENV] = profile
+    forget_loaded_packs()
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        forget_loaded_packs()
+
+
+def _scripted(pack: DomainPack, desk: Path, profile: str | None) -> Check:
+    from devstack.replay import replay_conversation
+    from devstack.stack import local_stack
+    from dialogue.pack import read_scripted_turns, scripted_turns_by_conversation
+
+    name = "scripted turns"
+    path = desk / "scripted_turns.csv"
+    if not path.exists():
+        return Check(name, False, "scripted_turns.csv is missing: a desk needs sample conversations")
+    turns = read_scripted_turns(path, pack.frame)
+    with _serving(desk, profile), local_stack() as stack:
+        conversations = scripted_turns_by_conversation(turns).values()
+        rows = [row for conversation in conversations for row in replay_conversation(stack, conversation)]
+    wrong = [f"{row.conversation_id}/{row.turn_id}" for row in rows if row.matches is False]
+    silent = [f"{row.conversation_id}/{row.turn_id}" for row in rows if row.status != "final" or not row.final_reply]
+    detail = f"{len(rows) - len(wrong)} of {len(rows)} turns match"
+    if wrong:
+        detail += f"; not: {', '.join(wrong[:5])}"
+    detail += "; every turn got a reply" if not silent else f"; no reply shown: {', '.join(silent[:5])}"
+    return Check(name, not wrong and not silent and bool(rows), detail)
+
+
+def _topic_cases(pack: DomainPack, desk: Path) -> Check:
+    from devstack.evaluate import score_file
+
+    name = "topic cases"
+    files = sorted(desk.glob("topic_cases*.csv"))
+    if not files:
+        return Check(name, False, "topic_cases.csv is missing: a desk needs questions for its topics")
+    parts, ok = [], True
+    for path in files:
+        report = score_file(path, pack)
+        ok &= report.share >= TOPIC_GOAL
+        parts.append(f"{path.name} {report.right} of {len(report.outcomes)} ({report.share:.0%})")
+    own = desk / "topic_cases.csv"
+    if own.exists():
+        groups = {outcome.case.group for outcome in score_file(own, pack).outcomes}
+        covered = [topic.name for topic in pack.spec.topics if topic.covered]
+        if untested := sorted(name for name in covered if name not in groups):
+            ok = False
+            parts.append(f"no case for {', '.join(untested)}")
+    named = {passage_id for topic in pack.spec.topics for _, passage_id in topic.all_rows()}
+    named |= {passage_id for rows in pack.spec.fact_rows for passage_id in rows.passage_ids}
+    if unused := sorted(set(pack.passages) - named):
+        ok = False
+        parts.append(f"handbook rows no topic or fact_rows entry names: {', '.join(unused)}")
+    return Check(name, ok, f"goal {TOPIC_GOAL:.0%}: " + "; ".join(parts))
+
+
+def _controls(pack: DomainPack, desk: Path) -> Check:
+    from devstack.controls import read_controls, screen_controls
+
+    name = "controls"
+    path = desk / "screen_controls.csv"
+    if not path.exists():
+        return Check(name, False, "screen_controls.csv is missing: a desk needs replies that test its screens")
+    controls = read_controls(path, pack)
+    results = screen_controls(controls, pack, pack.spec.screens.profile)
+    expected = [(c, r) for c, r in zip(controls, results, strict=True) if c.expected_label is not None]
+    wrong = [c.control_id for c, r in expected if r.screen_label != c.expected_label]
+    detail = f"{len(results)} screened ({pack.spec.screens.profile} profile); {len(expected) - len(wrong)} of {len(expected)} as expected"  # noqa: E501
+    if wrong:
+        detail += f"; not: {', '.join(wrong)}"
+    return Check(name, not wrong and bool(expected), detail if expected else detail + " (add expected_label)")
+
+
+def _floor(pack: DomainPack, desk: Path) -> Check:
+    report = seed_floor(pack, desk)
+    if report.missing_rules:
+        return Check("seed floor", False, f"the seed's rule is not carried word for word in {report.missing_rules}")
+    problems = report.wrong[:3] + [f"exception no case needs: {name}" for name in report.unneeded]
+    detail = f"{report.flagged} flagged turns, each refused or benign" if not problems else "; ".join(problems)
+    return Check("seed floor", not problems, detail)
+
+
+def _domain_words(pack: DomainPack, desk: Path, root: Path) -> Check:
+    found = find_words(word_pattern(domain_words(pack, desk.name)), code_files(root), root)
+    others = other_desks(desk, root)
+    names = set().union(*(desk_names(other, folder) for folder, other in others.items())) if others else set()
+    in_pack = find_words(word_pattern(names), pack_files(desk), desk) if names else []
+    problems = [f"code names this desk: {hit}" for hit in found[:3]] + [
+        f"names another desk: {hit}" for hit in in_pack[:3]
+    ]
+    detail = "; ".join(problems) or f"no shared code names this desk; no file names any of {len(others)} other desks"
+    return Check("domain words", not problems, detail)
+
+
+def _gates(pack: DomainPack, samples: int) -> Check:
+    gated = gated_patterns(pack)
+    ungated = [name for name, pattern in gated if pattern.gate is None]
+    hidden = Counter(name for text in sample_gate_texts(pack, samples) if (name := hidden_match(pack, text)))
+    detail = f"{len(gated) - len(ungated)} of {len(gated)} patterns gated; {samples} generated texts"
+    detail += f", a shut gate hid a match of {dict(hidden)}" if hidden else ", no match hidden"
+    return Check("word gates", not hidden, detail)
+
+
+def _examples(pack: DomainPack, desk: Path) -> Check:
+    if pack.examples is None:
+        return Check("examples", None, "no examples.toml: the desk reads turns by its rules")
+    held_out, leaked = leaked_examples(pack, desk)
+    if not held_out:
+        return Check("examples", None, "no held-out sets under eval/ to check the examples against")
+    return Check("examples", not leaked, f"{len(leaked)} of {held_out} held-out texts are examples")
+
+
+def check_pack(desk: Path, *, profile: str | None = None, gate_samples: int = 300, root: Path = ROOT) -> list[Check]:
+    """Run every check on the pack in `desk`; `profile` overrides its understanding profile."""
+    try:
+        pack = load_pack(desk, profile=profile)
+        other = load_pack(desk, profile="desk" if pack.understanding_profile == "lesson" else "lesson")
+    except PackError as error:
+        return [Check("loads", False, str(error))]
+    shape = f"{len(pack.frame.slots)} slots, {len(pack.spec.topics)} topics, {len(pack.actions)} actions"
+    checks = [Check("loads", True, f"{shape}; reads turns by the {pack.understanding_profile} profile")]
+    runs: list[tuple[str, Callable[[], Check]]] = [
+        (
+            "texts",
+            lambda: Check(
+                "texts", True, f"{render_every_text(pack) + render_every_text(other)} texts rendered in both profiles"
+            ),
+        ),
+        ("scripted turns", lambda: _scripted(pack, desk, profile)),
+        ("topic cases", lambda: _topic_cases(pack, desk)),
+        ("controls", lambda: _controls(pack, desk)),
+        ("seed floor", lambda: _floor(pack, desk)),
+        ("domain words", lambda: _domain_words(pack, desk, root)),
+        ("word gates", lambda: _gates(pack, gate_samples)),
+        ("examples", lambda: _examples(pack, desk)),
+    ]
+    for name, run in runs:
+        try:
+            checks.append(run())
+        except (PackError, AssertionError, ValueError) as error:
+            checks.append(Check(name, False, str(error) or type(error).__name__))
+    return checks
+
+
+def check_table(desk: Path, checks: Sequence[Check]) -> str:
+    from devstack.replay import format_table
+
+    verdict = {True: "pass", False: "FAIL", None: "skip"}
+    return format_table(f"Checks of the pack in {desk}", ["Check", "Result", "Found"],
+                        [[check.name, verdict[check.passed], check.detail] for check in checks])  # fmt: skip
+
+
+def new_pack(name: str, directory: Path) -> Path:
+    """Write the starter pack for a desk called `name` into `directory` (which must not exist yet)."""
+    if directory.exists():
+        raise PackError(f"{directory} already exists: new-pack writes a new folder")
+    title = name.replace("_", " ").strip()
+    display = title[:1].upper() + title[1:] + ("" if title.endswith("desk") else " desk")
+    directory.mkdir(parents=True)
+    for source in sorted(STARTER_DIR.iterdir()):
+        if source.is_file():
+            text = source.read_text(encoding="utf-8").replace("__DESK_NAME__", display)
+            (directory / source.name).write_text(text, encoding="utf-8")
+    return directory
+
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
+"""A new desk's name: its folder's, in lower case with underscores."""
