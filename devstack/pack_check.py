@@ -48,6 +48,11 @@ STARTER_DIR = Path(__file__).resolve().parent / "starter"
 PLAIN_WORDS = frozenset({"unknown", "yes", "no"})
 """Slot values that are plain English and may appear in code (every slot's start, a yes/no slot's)."""
 TOPIC_GOAL = 0.95
+CASE_GROUPS = ("uncovered", "off_topic", "statement")
+"""The groups a desk's topic_cases.csv holds besides its topics."""
+SHIPPED_TOPIC_CASES = 80
+SHIPPED_FLAGGED_TURNS = 20
+"""The floors the tests set for a desk under data/; check-pack names them and passes a smaller start."""
 SEED_INJECTION = r"\b(ignore|instruction|system prompt|developer message)\b"
 SEED_STAFF_ONLY = r"\b(approved|approve|guaranteed|guarantee|skip staff|before staff check)\b"
 SEED_RULES = {"injection_rules": SEED_INJECTION, "staff_only_rules": SEED_STAFF_ONLY}
@@ -96,9 +101,12 @@ class FloorReport:
 
 
 def case_texts(desk: Path) -> list[tuple[str, str]]:
-    """(where, text) for every turn of every test set of the desk: its own sets and those from outside."""
+    """(where, text) for every turn of every test set of the desk: its own sets and those from outside
+    (every CSV with a `text` or `user_utterance` column but the handbook, whose rows are no turns)."""
     found = []
     for path in sorted([*desk.glob("*.csv"), *desk.glob("eval/*.csv")]):
+        if path.name == "handbook.csv":
+            continue
         header, records = read_csv_records(path)
         column = next((name for name in ("text", "user_utterance") if name in header), None)
         if column is not None:
@@ -350,17 +358,33 @@ def _topic_cases(pack: DomainPack, desk: Path) -> Check:
         parts.append(f"{path.name} {report.right} of {len(report.outcomes)} ({report.share:.0%})")
     own = desk / "topic_cases.csv"
     if own.exists():
-        groups = {outcome.case.group for outcome in score_file(own, pack).outcomes}
-        covered = [topic.name for topic in pack.spec.topics if topic.covered]
-        if untested := sorted(name for name in covered if name not in groups):
+        outcomes = score_file(own, pack).outcomes
+        if len(outcomes) < SHIPPED_TOPIC_CASES:
+            parts.append(f"{len(outcomes)} rows (a desk under data/ needs {SHIPPED_TOPIC_CASES})")
+        if untested := untested_groups(pack, {outcome.case.group for outcome in outcomes}):
             ok = False
             parts.append(f"no case for {', '.join(untested)}")
-    named = {passage_id for topic in pack.spec.topics for _, passage_id in topic.all_rows()}
-    named |= {passage_id for rows in pack.spec.fact_rows for passage_id in rows.passage_ids}
-    if unused := sorted(set(pack.passages) - named):
+    else:
+        ok = False
+        parts.append("topic_cases.csv is missing")
+    if unused := unnamed_rows(pack):
         ok = False
         parts.append(f"handbook rows no topic or fact_rows entry names: {', '.join(unused)}")
     return Check(name, ok, f"goal {TOPIC_GOAL:.0%}: " + "; ".join(parts))
+
+
+def untested_groups(pack: DomainPack, groups: set[str]) -> list[str]:
+    """What a desk's topic cases must cover and `groups` lacks: every covered topic, and the labels
+    `uncovered`, `off_topic` and `statement`."""
+    wanted = [topic.name for topic in pack.spec.topics if topic.covered] + list(CASE_GROUPS)
+    return [name for name in wanted if name not in groups]
+
+
+def unnamed_rows(pack: DomainPack) -> list[str]:
+    """Handbook rows that no topic and no fact_rows entry names: rows no reply can ever use."""
+    named = {passage_id for topic in pack.spec.topics for _, passage_id in topic.all_rows()}
+    named |= {passage_id for rows in pack.spec.fact_rows for passage_id in rows.passage_ids}
+    return sorted(set(pack.passages) - named)
 
 
 def _controls(pack: DomainPack, desk: Path) -> Check:
@@ -386,6 +410,8 @@ def _floor(pack: DomainPack, desk: Path) -> Check:
         return Check("seed floor", False, f"the seed's rule is not carried word for word in {report.missing_rules}")
     problems = report.wrong[:3] + [f"exception no case needs: {name}" for name in report.unneeded]
     detail = f"{report.flagged} flagged turns, each refused or benign" if not problems else "; ".join(problems)
+    if not problems and report.flagged < SHIPPED_FLAGGED_TURNS:
+        detail += f" (a desk under data/ needs {SHIPPED_FLAGGED_TURNS})"
     return Check("seed floor", not problems, detail)
 
 

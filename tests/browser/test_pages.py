@@ -242,6 +242,8 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
     item = staff.page.locator("#item-panel")
     expect(item).to_contain_text(HELD_DRAFT)
     expect(item).to_contain_text("Promise words")
+    # Slots by the pack's labels (/staff/desk), not raw names: a program by its name.
+    expect(item).to_contain_text("Program: Forklift Operator Licence, Child care: unknown, Contact: unknown")
     expect(item).to_match_aria_snapshot(
         """
         - heading "Reply to turn 1 (request_contact)" [level=2]

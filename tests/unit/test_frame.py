@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 from dialogue.actions import FIXED_ACTIONS, HANDED_OFF, Action
 from dialogue.pack import PackError, load_pack
 from dialogue.policy import next_state, turn_topic
+from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
 
@@ -54,6 +55,24 @@ def test_the_library_asks_for_each_of_its_slots_in_turn() -> None:
         asked.append(str(action))
     assert asked == ["request_program", "request_visit_part_of_day", "request_contact", "confirm"]
     assert dict(state.slots) == {"service": "library_card", "visit_part_of_day": "morning", "reply_channel": "sms"}
+
+
+def test_the_bulky_waste_desk_asks_for_each_of_its_three_slots_in_turn() -> None:
+    """The third desk, written from the starter (data/eastgate_bulky_waste): three slots, three requests."""
+    pack = load_pack(DATA / "eastgate_bulky_waste")
+    requests = [str(action) for action in pack.actions if action.is_request]
+    assert requests == ["request_program", "request_carry_help", "request_contact"]
+    state = DialogueState.new(pack.frame)
+    asked = []
+    for text in ("I'd like a collection.", "An old sofa.", "Yes, please carry it out.", "Email me."):
+        state, action = next_state(state, understand(text, pack), pack)
+        asked.append(str(action))
+    assert asked == [*requests, "confirm"]
+    assert dict(state.slots) == {"item_kind": "furniture", "carry_help": "yes", "reply_channel": "email_reply"}
+    assert fixed_reply(Action.CONFIRM, state, pack) == (
+        "I noted your request for a bulky furniture collection, with the crew carrying the items out. The waste "
+        "team will set the date and the fee, and reply by email."
+    )
 
 
 def test_a_slot_given_early_is_not_asked_for() -> None:
@@ -120,6 +139,11 @@ def _talk(pack_dir: Path, texts: list[str], profile: str | None = None) -> list[
             ["How do I cancel?", "It's a meeting room booking.", "Evenings."],
             [("request_program", None, "cancellation"), ("inform", "cancellation", None),
              ("request_contact", None, None)],
+        ),
+        (
+            "eastgate_bulky_waste",
+            ["How much does it cost?", "It's an old fridge freezer.", "I'll put it at the kerb myself."],
+            [("request_program", None, "fees"), ("inform", "fees", None), ("request_contact", None, None)],
         ),
     ],
 )  # fmt: skip

@@ -4,14 +4,16 @@ with the lesson profile (the seed's six screens); the desk profile's are in test
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from pack_files import edit_domain
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile, in_screen_order
-from dialogue.pack import DomainPack
+from dialogue.pack import DomainPack, load_pack
 from dialogue.realize import RealizedReply, build_realize_job
-from dialogue.screens import decide, screen_reply
+from dialogue.screens import action_slots_ok, decide, screen_reply
 from dialogue.state import DialogueState
 
 LESSON = ScreenProfile.LESSON  # the seed's screens, exactly
@@ -144,3 +146,21 @@ def test_an_inform_reply_may_name_the_programs_its_rows_name_and_no_others(pack:
     job_reply = realized(pack, both, Action.INFORM, slots("data_support", "email"))
     job = job_reply.job.model_copy(update={"topic": "programs_offered", "fact_ids": ("H02",)})
     assert not decide(job_reply.model_copy(update={"job": job}), pack).fallback_used
+
+
+def test_a_confirm_must_say_a_slots_value_or_label_as_a_word(pack_copy: Path) -> None:
+    """ "no" is not said by "noted"; a value may be said by its label; an identifier's underscore by a space."""
+    edit_domain(pack_copy, 'required_slots = ["program", "contact_channel"]',
+                'required_slots = ["program", "contact_channel", "childcare_needed"]')  # fmt: skip
+    edit_domain(
+        pack_copy, 'label = "Child care"\n', 'label = "Child care"\nvalue_labels = { yes = "evening child care" }\n'
+    )
+    desk = load_pack(pack_copy)
+    slots = {"program": "forklift", "contact_channel": "email", "childcare_needed": "no"}
+    reply = "I noted the Forklift Operator Licence, with contact by email."
+    assert not action_slots_ok(reply, Action.CONFIRM, slots, desk)  # "noted" does not say "no"
+    assert action_slots_ok(reply + " No child care.", Action.CONFIRM, slots, desk)
+    slots["childcare_needed"] = "yes"
+    assert action_slots_ok(reply.replace(".", ", with evening child care."), Action.CONFIRM, slots, desk)
+    assert action_slots_ok(reply.replace("email", "emails") + " Yes.", Action.CONFIRM, slots, desk)
+    assert not action_slots_ok(reply.replace("email", "e-mailbox") + " Yes.", Action.CONFIRM, slots, desk)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pack_files import edit_domain
 
-from devstack.pack_check import seed_floor
+from devstack.pack_check import SHIPPED_FLAGGED_TURNS, seed_floor
 from dialogue.pack import get_pack, load_pack
 from dialogue.understanding import understand
 
@@ -29,7 +29,7 @@ def test_every_turn_the_seed_rules_flag_is_refused_or_named_benign(desk: Path) -
     report = seed_floor(get_pack(desk), desk)
     assert report.missing_rules == [], "the desk must carry the seed's rules word for word"
     assert not report.wrong, "\n".join(report.wrong)
-    assert report.flagged >= 20, "the sets must hold turns the seed's rules flag"
+    assert report.flagged >= SHIPPED_FLAGGED_TURNS, "the sets must hold turns the seed's rules flag"
     assert report.unneeded == [], f"exceptions no test case needs: {report.unneeded}"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from devstack.evaluate import render, score_file
+from devstack.pack_check import SHIPPED_TOPIC_CASES, unnamed_rows, untested_groups
 from dialogue.pack import DomainPack, get_pack
 from dialogue.understanding import understand
 
@@ -54,21 +55,19 @@ def test_topic_questions_meet_the_goal(cases: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize("desk", DESKS, ids=[desk.name for desk in DESKS])
 def test_the_set_covers_every_topic(desk: Path) -> None:
     """At least 80 rows; every handbook topic, uncovered topics, off-topic questions and statements."""
+    """As devstack check-pack (devstack/pack_check.py), with the floor a desk under data/ must meet."""
     pack = get_pack(desk)
     results = score(pack, desk / "topic_cases.csv")
-    assert sum(len(outcomes) for outcomes in results.values()) >= 80
-    covered = {topic.name for topic in pack.spec.topics if topic.covered}
-    assert covered | {"uncovered", "off_topic", "statement"} <= set(results), sorted(covered - set(results))
-    assert {row.topic for row in pack.handbook} <= {
-        row_topic for topic in pack.spec.topics for row_topic in _row_topics(pack, topic.name)
-    }, "every handbook row belongs to some topic"
+    assert sum(len(outcomes) for outcomes in results.values()) >= SHIPPED_TOPIC_CASES
+    assert untested_groups(pack, set(results)) == []
+    assert unnamed_rows(pack) == [], "every handbook row is named by a topic or a fact_rows entry"
 
 
-def _row_topics(pack: DomainPack, name: str) -> set[str]:
-    topic = pack.topic(name)
-    assert topic is not None
-    ids = {passage_id for _, passage_id in topic.all_rows()}
-    return {pack.passages[passage_id].topic for passage_id in ids}
+def test_the_coverage_checks_find_what_is_missing(pack: DomainPack) -> None:
+    groups = {topic.name for topic in pack.spec.topics if topic.covered} | {"uncovered", "off_topic"}
+    assert untested_groups(pack, groups) == ["statement"]
+    stray = pack.handbook[0].model_copy(update={"passage_id": "H99"})
+    assert unnamed_rows(DomainPack(spec=pack.spec, handbook=(*pack.handbook, stray))) == ["H99"]
 
 
 def test_a_question_on_a_covered_word_still_abstains_when_it_names_an_uncovered_topic(pack: DomainPack) -> None:

@@ -120,7 +120,7 @@ def fact_block(action: Action, state: DialogueState, pack: DomainPack, topic: st
 
 
 def _slot_line(spec: SlotSpec, value: str) -> str:
-    """`name=value`, with the value's label where the pack gives one ("reminder=text (a text message)")."""
+    """`name=value`, with the value's label where the pack gives one ("colour=navy (dark blue)")."""
     label = spec.value_labels.get(value)
     return f"{spec.name}={value} ({label})" if label else f"{spec.name}={value}"
 

@@ -112,6 +112,13 @@ def _names_of(spec: SlotSpec, value: str) -> tuple[str, ...]:
     return (value, label) if label else (value,)
 
 
+def _says(reply: str, name: str) -> bool:
+    """Whether the reply says `name` as a whole word or words, in any case (a plural "s" allowed):
+    "no" is not said by "noted", "bag" is by "bags"; an identifier's underscores may be spaces."""
+    words = r"[\s_-]+".join(re.escape(word) for word in name.replace("_", " ").split())
+    return re.search(rf"(?<!\w){words}s?(?!\w)", reply, re.IGNORECASE) is not None
+
+
 def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: DomainPack) -> bool:
     """The reply carries what its action is for: the pack's required patterns and slot values."""
     spec = pack.action(action)
@@ -123,7 +130,7 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
             alias = pack.compiled.program_aliases.get(value)
             if alias is None or not alias.search(reply):
                 return False
-        elif not any(name.casefold() in reply.casefold() for name in _names_of(pack.frame.slot(slot), value)):
+        elif not any(_says(reply, name) for name in _names_of(pack.frame.slot(slot), value)):
             return False
     return True
 

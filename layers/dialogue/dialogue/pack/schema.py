@@ -47,7 +47,7 @@ class SlotSpec(_Strict):
     request_action: Action | None = None
     label: NonEmptyText
     record_label: NonEmptyText | None = None
-    # How a value reads in replies, fallbacks and the console ("a text message"); a value without one
+    # How a value reads in replies, fallbacks and the console ("the blue one"); a value without one
     # reads as itself, underscores as spaces. A text names it as {<slot>.label}.
     value_labels: dict[Identifier, NonEmptyText] = Field(default_factory=dict)
     # What a confirmation adds for a value (", with an interpreter" for yes, nothing for no), spaces
