@@ -227,7 +227,7 @@ def gated_patterns(pack: DomainPack) -> list[tuple[str, GatedPattern]]:
     compiled, desk = pack.compiled, pack.compiled.desk
     found = [("personal_detail", compiled.personal_detail), ("promise", compiled.promise)]
     if desk is not None:
-        names = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
+        names: tuple[str, ...] = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
         names += ("boilerplate", "contact_promise", "time")
         found += [(name, getattr(desk, name)) for name in names]
     return found
