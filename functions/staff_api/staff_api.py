@@ -242,18 +242,24 @@ def release_handoff(conversation_id: ConversationId, turn_id: TurnId) -> ClaimRe
 @app.post(
     "/staff/reviews/<conversation_id>/<turn_id>/decision",
     responses={
-        **success(HTTPStatus.OK, Decided, "The decision is recorded; a correction is posted to the resident."),
+        **success(HTTPStatus.OK, Decided, "The decision is recorded; what it sends the resident is posted."),
         **errors(400, 401, 403, 409, 422),
     },
 )
 def decide(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[DecisionRequest, Body()]) -> Decided:
-    pack = get_pack()
+    pack, store = get_pack(), _store()
     review = desk.decided_review(request, pack)
     correction = desk.checked_staff_text(request.correction, pack) if request.correction is not None else None
-    posted = _store().decide(conversation_id, turn_id, _staff(), _now(), review, request.reason, correction)
+    turn = store.queued_turn(conversation_id, turn_id, Queue.REVIEW)
+    _, draft = store.drafts([turn]).get((conversation_id, turn_id), (None, None))
+    message = desk.message_for_decision(review, correction, turn, draft)
+    posted = store.decide(conversation_id, turn_id, _staff(), _now(), review, request.reason, message)
     _log("decision", Queue.REVIEW, conversation_id, turn_id, outcome=str(review), reason=request.reason)
     metrics.add_metric(name=f"StaffDecision_{review}", unit=MetricUnit.Count, value=1)
-    return Decided(item=get_review(conversation_id, turn_id), correction=_posted(conversation_id, posted))
+    sent = _posted(conversation_id, posted)
+    return Decided(
+        item=get_review(conversation_id, turn_id), correction=sent if correction is not None else None, message=sent
+    )
 
 
 @app.post(

@@ -67,8 +67,13 @@ class MessagePosted(BaseModel):
 
 
 class Decided(BaseModel):
+    """The decided item, and what the decision sent the resident: `message` is any staff message it
+    posted (a correction, or an approved draft where the resident had been shown the fallback);
+    `correction` is that message when it was a correction."""
+
     item: ReviewItem
     correction: MessagePosted | None = None
+    message: MessagePosted | None = None
 
 
 errors = error_responses(

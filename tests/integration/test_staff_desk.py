@@ -317,6 +317,31 @@ def test_decisions_need_a_live_claim_and_happen_once(stack: LocalStack, clock: l
     assert before != table_snapshot(stack)
 
 
+def test_approving_a_held_reply_sends_the_resident_the_approved_draft(stack: LocalStack) -> None:
+    # Given a held reply: the resident was shown the fallback, which promises a person's answer
+    conversation_id = new_conversation(stack)
+    passed = generated(stack, conversation_id, INFORM_TURNS[0], CLEAN)
+    held = generated(stack, conversation_id, INFORM_TURNS[1], HELD)
+
+    # When staff approve the reply that passed, and try to reject the held one without a correction
+    staff(stack, "POST", f"{review(conversation_id, passed)}/claim")
+    quiet = staff(stack, "POST", f"{review(conversation_id, passed)}/decision", {"decision": "approve"})
+    staff(stack, "POST", f"{review(conversation_id, held)}/claim")
+    bare = {"decision": "reject", "reason": "promise"}
+    assert refused(stack, "POST", f"{review(conversation_id, held)}/decision", bare)[:2] == (422, "CorrectionRequired")
+    assert stack.stored_turn(conversation_id, held)["human_review"] == "pending"
+    # and then approve the held one
+    approved = staff(stack, "POST", f"{review(conversation_id, held)}/decision", {"decision": "approve"})
+
+    # Then approving what the resident already saw sends nothing, and approving the held draft sends it
+    assert (quiet["message"], quiet["correction"]) == (None, None)
+    assert approved["item"]["human_review"] == "approved" and approved["correction"] is None
+    assert approved["message"]["about_turn"] == held
+    page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
+    assert [(m["source"], m["text"]) for m in page["messages"]][-1] == ("staff", HELD)
+    assert sum(m["source"] == "staff" for m in page["messages"]) == 1
+
+
 def test_a_rejection_with_a_correction_reaches_the_resident(stack: LocalStack) -> None:
     # Given a held reply and a reply that passed
     conversation_id = new_conversation(stack)

@@ -17,12 +17,20 @@ from dialogue.desk import (
     claimed_groups,
     decided_review,
     desk_stats,
+    message_for_decision,
     percentile,
     staff_member,
 )
-from dialogue.errors import InvalidDecision, NotSignedIn, NotStaff, StaffTextTooLong
+from dialogue.errors import (
+    CorrectionRequired,
+    InvalidDecision,
+    NoDraftToSend,
+    NotSignedIn,
+    NotStaff,
+    StaffTextTooLong,
+)
 from dialogue.pack import DomainPack
-from dialogue.records import TurnRecord
+from dialogue.records import Draft, TurnRecord
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -58,6 +66,22 @@ def handed_off(status: HandoffStatus) -> TurnRecord:
 
 
 # --- decisions -------------------------------------------------------------------------------------------
+
+
+def test_a_decision_keeps_the_fallbacks_promise() -> None:
+    """The resident shown the fallback gets the approved draft or a correction; one shown the reply, nothing more."""
+    draft = Draft(text="Classes meet on Saturdays.", ended_by_eos=True, hit_token_cap=False)
+    shown, fell_back = reviewed(HumanReview.PENDING), reviewed(HumanReview.PENDING, held=True)
+    assert message_for_decision(HumanReview.APPROVED, None, shown, draft) is None
+    assert message_for_decision(HumanReview.REJECTED, None, shown, draft) is None
+    assert message_for_decision(HumanReview.CORRECTED, "Better.", shown, draft) == "Better."
+    assert message_for_decision(HumanReview.APPROVED, None, fell_back, draft) == "Classes meet on Saturdays."
+    assert message_for_decision(HumanReview.CORRECTED, "Better.", fell_back, draft) == "Better."
+    with pytest.raises(CorrectionRequired):
+        message_for_decision(HumanReview.REJECTED, None, fell_back, draft)
+    for missing in (None, draft.model_copy(update={"text": "  "})):
+        with pytest.raises(NoDraftToSend):
+            message_for_decision(HumanReview.APPROVED, None, fell_back, missing)
 
 
 def test_a_decision_is_checked_against_the_desks_reason_codes(pack: DomainPack) -> None:

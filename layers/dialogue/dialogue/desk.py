@@ -35,7 +35,14 @@ from dialogue.actions import (
     ReplyScreen,
     Screen,
 )
-from dialogue.errors import InvalidDecision, NotSignedIn, NotStaff, StaffTextTooLong
+from dialogue.errors import (
+    CorrectionRequired,
+    InvalidDecision,
+    NoDraftToSend,
+    NotSignedIn,
+    NotStaff,
+    StaffTextTooLong,
+)
 from dialogue.pack import DomainPack
 from dialogue.records import Draft, TurnRecord
 
@@ -127,6 +134,26 @@ def decided_review(request: DecisionRequest, pack: DomainPack) -> HumanReview:
     if request.reason not in pack.spec.staff.reason_codes:
         raise InvalidDecision()
     return HumanReview.CORRECTED if request.correction is not None else HumanReview.REJECTED
+
+
+def message_for_decision(
+    review: HumanReview, correction: str | None, turn: TurnRecord, draft: Draft | None
+) -> str | None:
+    """What a decision sends the resident, so that no promise goes unkept.
+
+    A correction is always sent. Where the resident was shown the fallback ("a staff member must examine
+    the handbook fact before I reply"), an approval sends the approved draft (NoDraftToSend where none is
+    left), and a rejection needs a correction (CorrectionRequired). Where the resident saw the reply
+    itself, an approval or a bare rejection sends nothing more."""
+    if correction is not None:
+        return correction
+    if not turn.fallback_used:
+        return None
+    if review is not HumanReview.APPROVED:
+        raise CorrectionRequired()
+    if draft is None or not draft.text.strip():
+        raise NoDraftToSend()
+    return draft.text
 
 
 def checked_staff_text(text: str, pack: DomainPack) -> str:

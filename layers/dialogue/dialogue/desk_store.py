@@ -247,9 +247,10 @@ class DynamoDeskStore(DynamoConversationStore):
         now: datetime,
         review: HumanReview,
         reason: str | None,
-        correction: str | None,
+        message: str | None,
     ) -> StaffMessage | None:
-        """Record a decision on a claimed review item (and post its correction), in one transaction."""
+        """Record a decision on a claimed review item, and post what it sends the resident (a correction,
+        or an approved draft: `desk.message_for_decision`), in one transaction."""
         queue = Queue.REVIEW
         values: dict[str, Any] = {":review": str(review)}
         assignments = "human_review = :review, decided_by = :me, decided_at = :now"
@@ -258,7 +259,7 @@ class DynamoDeskStore(DynamoConversationStore):
             values[":reason"] = reason
         update = self._on_claimed(conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values)
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
-        return self._with_message(conversation_id, correction, now, [update, audit], turn_id, queue, staff)
+        return self._with_message(conversation_id, message, now, [update, audit], turn_id, queue, staff)
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
         """Post a staff message on a claimed, open hand-off."""

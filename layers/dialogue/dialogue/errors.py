@@ -73,6 +73,17 @@ class InvalidDecision(DialogueError):
     )
 
 
+class CorrectionRequired(DialogueError):
+    message = (
+        "The resident was shown the fallback, which promises a person's answer: reject with a correction they "
+        "will read, or approve a draft to send it."
+    )
+
+
+class NoDraftToSend(DialogueError):
+    message = "This reply has no draft left to send; reject it with a correction the resident will read."
+
+
 class NotStaff(DialogueError):
     message = "This route is for desk staff; the token's user is not in the staff group."
 
