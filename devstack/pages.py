@@ -75,8 +75,15 @@ def _json(status: HTTPStatus, body: dict[str, Any]) -> Page:
 
 
 def desk_config(pack: DomainPack) -> dict[str, Any]:
-    """The desk's name and introduction for the pages, from its domain pack."""
-    return {"name": pack.spec.domain.name, "intro": pack.spec.domain.intro}
+    """The desk's name, introduction, how a person answers and example questions for the pages, from its
+    domain pack."""
+    domain = pack.spec.domain
+    return {
+        "name": domain.name,
+        "intro": domain.intro,
+        "person_answers": domain.person_answers,
+        "examples": list(domain.examples),
+    }
 
 
 def local_config() -> dict[str, Any]:

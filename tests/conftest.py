@@ -13,7 +13,7 @@ import pytest
 from hypothesis import settings
 
 from devstack.stack import LocalStack, local_stack
-from dialogue.pack import DomainPack, ScriptedTurn, get_pack, read_scripted_turns
+from dialogue.pack import DomainPack, ScriptedTurn, get_pack, load_pack, read_scripted_turns
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK_DIR = ROOT / "data" / "riverton"
@@ -45,6 +45,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def pack() -> DomainPack:
     return get_pack(PACK_DIR)
+
+
+@pytest.fixture(scope="session")
+def lesson_pack() -> DomainPack:
+    """The reference desk read as the seed's lesson: its texts and prompts are the seed's word for word."""
+    return load_pack(PACK_DIR, profile="lesson")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from pack_files import desk_reply
+
 from devstack.events import FakeLambdaContext, sqs_event
 from devstack.stack import LocalStack
 from dialogue.realize import RealizedReply, RealizeJob
@@ -104,7 +106,7 @@ def test_token_cap_shows_fallback_but_is_not_flagged(stack: LocalStack) -> None:
     deliver(stack, [canned(job, "I recorded the Data Support Certificate, email, and", ended_by_eos=False,
                            hit_token_cap=True)])  # fmt: skip
     detail = turn_detail(stack, conversation_id)
-    assert detail["reply"] == "I recorded the Data Support Certificate, with contact by email."
+    assert detail["reply"] == desk_reply("confirm", program="data_support", contact_channel="email")
     assert detail["reply_screen"] == "not flagged by screen"
     assert set(detail["screens_fired"]) == {"token_cap", "no_eos"}
 
@@ -139,7 +141,7 @@ def test_realize_job_rejects_unknown_fields(stack: LocalStack) -> None:
 
 
 DEADLINE_SECONDS = 60
-FORKLIFT_BY_PHONE_FALLBACK = "I recorded the Forklift Operator Licence, with contact by phone."
+FORKLIFT_BY_PHONE_FALLBACK = desk_reply("confirm", program="forklift", contact_channel="phone")
 
 
 def stored_turn(stack: LocalStack, conversation_id: str, turn_id: int = 1) -> dict[str, Any]:

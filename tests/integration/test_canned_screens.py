@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pack_files import desk_reply
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # One conversation per case: a turn whose action and state are known, and the draft for it.
@@ -69,8 +71,8 @@ def test_each_screen_trips_on_its_draft(tmp_path: Path) -> None:
         if case in content_screens:
             assert row["reply_screen"] == "held for human review", case
         assert row["final_reply"] != row["raw_reply"], case
-    assert rows["numerals"]["final_reply"] == "A staff member must examine the handbook fact before I reply."
-    assert rows["program_names"]["final_reply"] == "I recorded the Forklift Operator Licence, with contact by phone."
+    assert rows["numerals"]["final_reply"] == desk_reply("inform")
+    assert rows["program_names"]["final_reply"] == desk_reply("confirm", program="forklift", contact_channel="phone")
     assert rows["personal_details"]["final_reply"] == (
         "Which program would you like: the Data Support Certificate or the Forklift Operator Licence course?"
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from pack_files import desk_reply
 
 from devstack.events import FakeLambdaContext
 from devstack.faults import Fault
@@ -169,7 +170,7 @@ def test_a_fault_loses_no_turn_doubles_none_and_leaves_none_pending(
     else:
         assert detail["status"] == "final", detail
         assert "deadline" not in detail["screens_fired"]
-        assert detail["reply"] == "I recorded the Forklift Operator Licence, with contact by email."
+        assert detail["reply"] == desk_reply("confirm", program="forklift", contact_channel="email")
     # Past the deadline: nothing is pending, and the table holds one turn, one reply and one key.
     settle_for(stack, DEADLINE_SECONDS + SCREEN_VISIBILITY_TIMEOUT)
     assert stack.pending_turns() == []

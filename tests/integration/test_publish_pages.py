@@ -76,6 +76,15 @@ def test_every_page_asset_and_the_config_go_where_cloudfront_serves_them(aws: di
         "desk": {
             "name": "Riverton Skills Centre enrollment desk",
             "intro": "Ask about the Data Support Certificate or the Forklift Operator Licence course.",
+            "person_answers": (
+                "When the assistant cannot help, a member of staff answers here in this chat, Monday to Friday "
+                "from 9 a.m. to 5 p.m."
+            ),
+            "examples": [
+                "When does the Data Support Certificate meet?",
+                "How much does the forklift course cost?",
+                "Can I talk to a person?",
+            ],
         },
         "local": False,
         "authorizeUrl": "https://riverton-desk.auth.us-east-1.amazoncognito.com/oauth2/authorize",

@@ -21,7 +21,10 @@ DESK_FIXED = {
         "I will pass this to a member of the Riverton Skills Centre staff, who can answer you here in this chat. "
         "This chat keeps no names, numbers or addresses."
     ),
-    "abstain_hand_off": "The handbook passages here do not answer that. I will route the question to staff.",
+    "abstain_hand_off": (
+        "The handbook does not answer that. I will pass your question to a member of staff, who can answer you "
+        "here in this chat."
+    ),
 }
 
 

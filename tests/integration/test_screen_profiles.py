@@ -15,12 +15,13 @@ from pathlib import Path
 
 import commands
 import pytest
+from pack_files import desk_reply
 from test_serve import start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 TURN = "I want the forklift course, email please."
 CLAIM = "You're all set: you are enrolled in the Forklift Operator Licence course, with contact by email."
-FALLBACK = "I recorded the Forklift Operator Licence, with contact by email."
+FALLBACK = desk_reply("confirm", program="forklift", contact_channel="email")
 
 
 @pytest.fixture

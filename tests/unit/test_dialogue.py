@@ -106,9 +106,15 @@ def test_policy_never_approves(pack: DomainPack, text: str) -> None:
         assert (action, after) == (Action.REFUSE, state), (text, values)
 
 
-def test_fixed_confirm_reply_is_filled_from_state(pack: DomainPack) -> None:
+def test_fixed_confirm_reply_is_filled_from_state(lesson_pack: DomainPack, pack: DomainPack) -> None:
     state = DialogueState.new(pack.frame).with_updates({"program": "data_support", "contact_channel": "phone"})
-    assert fixed_reply(Action.CONFIRM, state, pack) == "I recorded the Data Support Certificate, with contact by phone."
+    seed = "I recorded the Data Support Certificate, with contact by phone."
+    assert fixed_reply(Action.CONFIRM, state, lesson_pack) == seed
+    # the desk's own confirm adds the next step
+    assert (
+        fixed_reply(Action.CONFIRM, state, pack)
+        == f"{seed} A member of staff will contact you by phone about the next step."
+    )
 
 
 def test_realizer_prompt_is_the_seeds_for_c1_turn_3(pack: DomainPack) -> None:

@@ -72,7 +72,8 @@ def realized(pack: DomainPack, text: str, action: Action, state_slots: dict[str,
     )
 
 
-def test_seed_c1_turn_1_reply_trips_action_slots_and_falls_back(pack: DomainPack) -> None:
+def test_seed_c1_turn_1_reply_trips_action_slots_and_falls_back(lesson_pack: DomainPack) -> None:
+    pack = lesson_pack  # the seed's fallback texts
     reply = realized(
         pack,
         "Staff will contact you via email to discuss your child's needs and request additional information.",
@@ -86,7 +87,8 @@ def test_seed_c1_turn_1_reply_trips_action_slots_and_falls_back(pack: DomainPack
     assert outcome.final_reply == "Should staff contact you by phone or by email?"
 
 
-def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(pack: DomainPack) -> None:
+def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(lesson_pack: DomainPack) -> None:
+    pack = lesson_pack  # the seed's fallback texts
     reply = realized(
         pack,
         "Program confirmed: Data Support Certificate. Contact channel: email. Childcare needed: unknown.",
@@ -102,7 +104,8 @@ def test_seed_c1_turn_2_token_cap_falls_back_without_flagging(pack: DomainPack) 
     assert set(outcome.screens_fired) == {"token_cap", "no_eos"}
 
 
-def test_seed_c1_turn_4_clean_reply_is_shown_as_written(pack: DomainPack) -> None:
+def test_seed_c1_turn_4_clean_reply_is_shown_as_written(lesson_pack: DomainPack) -> None:
+    pack = lesson_pack  # the seed's fallback texts
     text = "Program confirmed: Forklift Operator Licence course. Contact channel: email."
     outcome = decide(realized(pack, text, Action.CONFIRM, slots("forklift", "email")), pack, LESSON)
     assert outcome.final_reply == text
@@ -110,7 +113,8 @@ def test_seed_c1_turn_4_clean_reply_is_shown_as_written(pack: DomainPack) -> Non
     assert outcome.reply_screen is ReplyScreen.NOT_FLAGGED
 
 
-def test_numeral_not_in_the_facts_trips(pack: DomainPack) -> None:
+def test_numeral_not_in_the_facts_trips(lesson_pack: DomainPack) -> None:
+    pack = lesson_pack  # the seed's fallback texts
     text = "Data Support Certificate classes meet on Mondays from 6 p.m. to 10 p.m."
     outcome = decide(realized(pack, text, Action.INFORM, slots("data_support", "email")), pack, LESSON)
     assert outcome.screens_fired == ("numerals",)

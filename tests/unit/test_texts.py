@@ -109,7 +109,7 @@ def test_a_value_reads_by_its_label_and_a_confirmation_adds_its_phrase(pack_copy
     edit_domain(pack_copy, 'fixed_text = "I recorded the {program_display}, with contact by {contact_channel}."',
                 'fixed_text = "I recorded the {program_display}{childcare_needed.phrase}, with contact by '
                 '{contact_channel.label}: {childcare_needed.label}."')  # fmt: skip
-    pack = load_pack(pack_copy)
+    pack = load_pack(pack_copy, profile="lesson")  # the lesson's confirm text, which the edit above changed
     state = DialogueState.new(pack.frame).with_updates({"program": "forklift", "contact_channel": "email"})
     assert fixed_reply(Action.CONFIRM, state, pack) == (
         "I recorded the Forklift Operator Licence, with contact by email: unknown."

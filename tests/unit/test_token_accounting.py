@@ -42,8 +42,8 @@ def token_columns(pack: DomainPack, turns: list[ScriptedTurn]) -> tuple[list[int
     return naive, state_counts
 
 
-def test_naive_and_state_counts_are_the_seeds(pack: DomainPack, scripted_turns: list[ScriptedTurn]) -> None:
-    naive, state_counts = token_columns(pack, scripted_turns)
+def test_naive_and_state_counts_are_the_seeds(lesson_pack: DomainPack, scripted_turns: list[ScriptedTurn]) -> None:
+    naive, state_counts = token_columns(lesson_pack, scripted_turns)
     assert naive == SEED_NAIVE
     assert state_counts == SEED_STATE
 

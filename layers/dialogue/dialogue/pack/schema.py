@@ -375,6 +375,12 @@ class DomainInfo(_Strict):
     program_slot: Identifier
     # One sentence under the desk's name on the resident's chat page.
     intro: NonEmptyText | None = None
+    # How and when a person answers what the assistant passes on, said on the chat page.
+    person_answers: NonEmptyText | None = None
+    # Questions the chat page offers a resident to start with (each fills the message box).
+    examples: tuple[Annotated[str, StringConstraints(min_length=1, max_length=120, strip_whitespace=True)], ...] = (
+        Field(default=(), max_length=4)
+    )
 
 
 PLACEHOLDERS = ("program_display", "facts")
