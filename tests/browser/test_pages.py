@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Page, Route, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 from serving import Served
 
 from dialogue.pack import ScriptedTurn, get_pack, read_scripted_turns
@@ -24,6 +24,7 @@ REPLY_WAIT_MS = 20_000
 HELD_DRAFT = "Should staff contact you by phone or by email? Your seat is guaranteed."
 STAFF_REPLY = "Hello, this is Ana at the enrollment desk. I will call you this afternoon."
 CORRECTION = "A seat is held only after staff check your documents; we will write to you."
+GREETING = "Hello. Ask a question, or say what you would like to sign up for."
 
 
 def seed_turns(conversation: str) -> list[ScriptedTurn]:
@@ -96,7 +97,34 @@ class Staff:
 
     def claim(self) -> None:
         self.page.locator("#item-panel").get_by_role("button", name="Claim").click()
-        expect(self.page.get_by_role("status")).to_have_text("Claimed: it is yours until the claim expires.")
+        expect(self.said()).to_have_text("Claimed: it is yours until the claim expires.")
+
+    def said(self) -> Locator:
+        """The open item's status line, next to its controls."""
+        return self.page.locator("#item-panel").get_by_role("status")
+
+    def decide(self, decision: str, *, reason: str | None = None, correction: str | None = None) -> None:
+        if correction is not None:
+            self.page.get_by_label("Correction", exact=False).fill(correction)
+        self.page.get_by_role("radio", name=decision).check()
+        if reason is not None:
+            self.page.get_by_label("Reason (for a rejection)").select_option(reason)
+        self.page.get_by_role("button", name="Record decision").click()
+
+
+def contrast(page: Page, selector: str) -> float:
+    """The WCAG contrast ratio of an element's text colour against its background colour."""
+    colours = page.eval_on_selector(
+        selector, "el => [getComputedStyle(el).color, getComputedStyle(el).backgroundColor]"
+    )
+
+    def luminance(css: str) -> float:
+        red, green, blue = (int(part) / 255 for part in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (red, green, blue)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    lighter, darker = sorted((luminance(colours[0]), luminance(colours[1])), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
 
 
 def serious_violations(page: Page) -> list[str]:
@@ -127,6 +155,7 @@ def test_the_seeds_c1_conversation_typed_into_the_chat_shows_the_seeds_replies(
     # The transcript reads, to a screen reader, as a log of who said what, in order
     expect(resident.page.get_by_role("log", name="Conversation")).to_match_aria_snapshot(
         "- list:\n  - /children: equal\n"
+        + f"  - listitem:\n    - text: Assistant\n    - paragraph: {json.dumps(GREETING)}\n"
         + "\n".join(
             f"  - listitem:\n    - text: {who}\n    - paragraph: {json.dumps(text)}"
             for pair in zip([t.user_utterance for t in turns], expected, strict=True)
@@ -181,6 +210,8 @@ def test_a_stopped_server_gives_one_clear_line_keeps_the_text_and_recovers(
         expect(alert).to_contain_text("The desk cannot be reached", timeout=REPLY_WAIT_MS)
         expect(resident.page.get_by_role("button", name="Try again")).to_be_visible()
         expect(resident.page.get_by_role("textbox", name="Message")).to_have_value("Email is best.")
+        # and focus is back in the box, next to the text and Try again
+        expect(resident.page.get_by_role("textbox", name="Message")).to_be_focused()
     finally:
         server.resume()
     # And once it is back, trying again sends the same message once and the reply arrives
@@ -190,7 +221,10 @@ def test_a_stopped_server_gives_one_clear_line_keeps_the_text_and_recovers(
     assert [t.strip() for t in resident.page.locator("#transcript li.you p").all_text_contents()] == [
         "I want the forklift course.", "Email is best."
     ]  # fmt: skip
-    assert resident.assistant_replies()[-1] == "I recorded the Forklift Operator Licence, with contact by email."
+    assert resident.assistant_replies()[-1] == (
+        "I recorded the Forklift Operator Licence, with contact by email. "
+        "A member of staff will contact you by email about the next step."
+    )  # the desk's confirm, with its next step
 
 
 def test_the_chat_reads_at_phone_width(browser: Browser, served: Served) -> None:
@@ -214,9 +248,9 @@ def test_a_hand_off_reaches_a_person_whose_reply_reaches_the_resident(browser: B
     staff.claim()
     staff.page.get_by_label("Reply to the resident").fill(STAFF_REPLY)
     staff.page.get_by_role("button", name="Send reply").click()
-    expect(staff.page.get_by_role("status")).to_have_text("Reply sent to the resident.")
+    expect(staff.said()).to_have_text("Reply sent to the resident.")
     staff.page.get_by_role("button", name="Close hand-off").click()
-    expect(staff.page.get_by_role("status")).to_have_text("Hand-off closed.")
+    expect(staff.said()).to_have_text("Hand-off closed.")
     # The resident's transcript shows the staff reply, marked as from staff
     staff_item = resident.page.locator("#transcript li.staff")
     expect(staff_item).to_contain_text(STAFF_REPLY, timeout=REPLY_WAIT_MS)
@@ -261,11 +295,8 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
         """
     )
     staff.claim()
-    staff.page.get_by_role("radio", name="Reject").check()
-    staff.page.get_by_label("Reason (for a rejection)").select_option("promise")
-    staff.page.get_by_label("Correction (optional; sent to the resident as a staff message)").fill(CORRECTION)
-    staff.page.get_by_role("button", name="Record decision").click()
-    expect(staff.page.get_by_role("status")).to_have_text("Rejected.")
+    staff.decide("Reject", reason="promise", correction=CORRECTION)
+    expect(staff.said()).to_have_text("Rejected: the correction is sent to the resident.")
     expect(item).to_contain_text("corrected")
     expect(staff.page.locator("#count-held")).to_have_text("0")
 
@@ -275,7 +306,7 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
     staff.page.get_by_role("button", name="Figures").click()
     expect(staff.page.get_by_role("img", name="Decisions per day")).to_be_visible()
     expect(staff.page.get_by_role("img", name="The screens against staff decisions")).to_be_visible()
-    expect(staff.page.get_by_role("row", name="Corrected")).to_contain_text("1")
+    expect(staff.page.get_by_role("row", name="Rejected with a correction")).to_contain_text("1")
     assert serious_violations(staff.page) == []
     # The console never shows what the resident typed
     assert "I want the forklift course." not in staff.page.content()
@@ -306,6 +337,211 @@ def test_the_console_refuses_a_local_sign_in_that_skips_pkce(browser: Browser, s
               f"&redirect_uri={served.url}/console")  # fmt: skip
     expect(page.get_by_role("alert")).to_have_text("The sign-in request needs a PKCE challenge (S256).")
     page.close()
+
+
+# --- the loop between the two people (issue 23) ---------------------------------------------------------
+
+
+def test_the_first_screen_greets_offers_the_desks_questions_and_counts_and_an_empty_send_says_so(
+    browser: Browser, served: Served
+) -> None:
+    resident = Resident(browser, served)
+    page = resident.page
+    expect(page.locator("#transcript li.greeting")).to_have_text("Assistant" + GREETING)
+    examples = page.locator("#example-list").get_by_role("button")
+    expect(examples).to_have_text(list(get_pack().spec.domain.examples))
+    expect(page.locator("#person-answers")).to_have_text(str(get_pack().spec.domain.person_answers))
+    # An empty send says so and keeps focus in the box
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("status")).to_have_text("Type a message first.")
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+    # An example fills the box, and the counter counts it
+    examples.first.click()
+    first = get_pack().spec.domain.examples[0]
+    expect(page.get_by_role("textbox", name="Message")).to_have_value(first)
+    expect(page.locator("#counter")).to_have_text(f"{len(first)} of 1,000")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("#transcript li.assistant")).to_have_count(1, timeout=REPLY_WAIT_MS)
+    expect(page.locator("#examples")).to_be_hidden()
+    expect(page.locator("#counter")).to_have_text("0 of 1,000")
+    assert serious_violations(page) == []
+
+
+def test_a_reload_keeps_the_conversation_and_a_staff_reply_still_reaches_it(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    server = server_factory()
+    resident = Resident(browser, server)
+    resident.say("Can I talk to a person?")
+    hand_off = resident.assistant_replies()[-1]
+    reference = resident.page.locator("#reference-code").inner_text()
+    link = resident.page.locator("#reference-link").get_attribute("href")
+    kept = resident.page.evaluate("() => sessionStorage.getItem('desk-conversation')")
+    assert link is not None and link.endswith(f"#c={kept}") and kept.startswith(reference)
+    # When the resident reloads the page
+    resident.page.reload()
+    # Then the conversation is the same one: its replies come back, its words do not, and it says so
+    expect(resident.page.locator("#reference-code")).to_have_text(reference)
+    expect(resident.page.locator("#restored-note")).to_be_visible()
+    expect(resident.page.locator("#transcript li.assistant")).to_have_text(["Assistant" + hand_off])
+    expect(resident.page.locator("#transcript li.you")).to_have_count(0)
+    # And a staff reply posted now reaches the reloaded page
+    staff = Staff(browser, server)
+    staff.open_first("Hand-offs")
+    staff.claim()
+    staff.page.get_by_label("Reply to the resident").fill(STAFF_REPLY)
+    staff.page.get_by_role("button", name="Send reply").click()
+    expect(staff.said()).to_have_text("Reply sent to the resident.")
+    expect(resident.page.locator("#transcript li.staff")).to_contain_text(STAFF_REPLY, timeout=REPLY_WAIT_MS)
+    # And the link opens the same conversation in another browser, with the id gone from the address
+    elsewhere = browser.new_context().new_page()
+    elsewhere.goto(link)
+    expect(elsewhere.locator("#transcript li.staff")).to_contain_text(STAFF_REPLY, timeout=REPLY_WAIT_MS)
+    expect(elsewhere.locator("#reference-code")).to_have_text(reference)
+    assert "#c=" not in elsewhere.url
+    assert serious_violations(resident.page) == []
+
+
+def test_approving_a_held_reply_sends_the_resident_the_approved_draft(
+    browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    canned = tmp_path / "held.csv"
+    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
+    server = server_factory("--realizer", f"canned:{canned}")
+    resident = Resident(browser, server)
+    resident.say("I want the forklift course.")
+    staff = Staff(browser, server)
+    staff.show("Held replies")
+    row = staff.page.locator("#queue li").first
+    expect(row).to_contain_text("the resident saw the fallback")
+    expect(row).to_contain_text("Conversation ")
+    staff.open_first("Held replies")
+    staff.claim()
+    staff.decide("Approve")
+    expect(staff.said()).to_have_text("Approved: the draft is sent to the resident.")
+    expect(resident.page.locator("#transcript li.staff")).to_contain_text(HELD_DRAFT, timeout=REPLY_WAIT_MS)
+
+
+def test_a_token_capped_reply_is_filed_as_held(
+    browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    canned = tmp_path / "capped.csv"
+    canned.write_text(
+        "conversation_id,turn_id,reply,output_tokens,ended_by_eos,hit_token_cap\n"
+        '*,1,"Should staff contact you by phone or by email?",60,false,true\n',
+        encoding="utf-8",
+    )
+    server = server_factory("--realizer", f"canned:{canned}")
+    Resident(browser, server).say("I want the forklift course.")
+    staff = Staff(browser, server)
+    expect(staff.page.locator("#count-held")).to_have_text("1")
+    expect(staff.page.locator("#count-awaiting")).to_have_text("0")
+
+
+def test_counts_and_lists_refresh_on_their_own(browser: Browser, server_factory: Callable[..., Served]) -> None:
+    server = server_factory()
+    staff = Staff(browser, server)
+    staff.show("Hand-offs")
+    expect(staff.page.locator("#count-handoffs")).to_have_text("0")
+    Resident(browser, server).say("Can I talk to a person?")
+    # No click: the badge and its list catch up by themselves, and agree
+    expect(staff.page.locator("#count-handoffs")).to_have_text("1", timeout=REPLY_WAIT_MS)
+    expect(staff.page.locator("#queue li")).to_have_count(1)
+
+
+def test_text_typed_before_claim_survives_the_claim(browser: Browser, server_factory: Callable[..., Served]) -> None:
+    server = server_factory()
+    Resident(browser, server).say("Can I talk to a person?")
+    staff = Staff(browser, server)
+    staff.open_first("Hand-offs")
+    staff.page.get_by_label("Reply to the resident").fill(STAFF_REPLY)
+    staff.claim()
+    expect(staff.page.get_by_label("Reply to the resident")).to_have_value(STAFF_REPLY)
+
+
+def test_a_correction_is_neither_dropped_nor_sent_unasked(
+    browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    canned = tmp_path / "held.csv"
+    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
+    server = server_factory("--realizer", f"canned:{canned}")
+    resident = Resident(browser, server)
+    resident.say("I want the forklift course.")
+    staff = Staff(browser, server)
+    staff.open_first("Held replies")
+    page = staff.page
+    # Nothing is preselected
+    expect(page.get_by_role("radio", name="Approve")).not_to_be_checked()
+    expect(page.get_by_role("radio", name="Reject")).not_to_be_checked()
+    staff.claim()
+    # Typing a correction with Approve chosen chooses Reject
+    page.get_by_role("radio", name="Approve").check()
+    page.get_by_label("Correction", exact=False).fill(CORRECTION)
+    expect(page.get_by_role("radio", name="Reject")).to_be_checked()
+    # Choosing Approve again and recording asks, and sends nothing
+    page.get_by_role("radio", name="Approve").check()
+    page.get_by_role("button", name="Record decision").click()
+    expect(page.locator("#item-panel").get_by_role("alert")).to_contain_text("A correction is sent only with Reject")
+    expect(page.get_by_label("Correction", exact=False)).to_have_value(CORRECTION)
+    expect(page.locator("#item-panel")).to_contain_text("pending")
+    assert list(resident.staff_messages()) == []
+
+
+def test_each_clash_gets_its_own_words_and_focus_follows_each_action(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    server = server_factory()
+    Resident(browser, server).say("Can I talk to a person?")
+    ana, ben = Staff(browser, server, "ana"), Staff(browser, server, "ben")
+    ana.open_first("Hand-offs")
+    ben.open_first("Hand-offs")
+    ben.claim()
+    expect(ben.page.get_by_label("Reply to the resident")).to_be_focused()  # after a claim: what comes next
+    ana.page.locator("#item-panel").get_by_role("button", name="Claim").click()
+    expect(ana.page.locator("#item-panel").get_by_role("alert")).to_have_text(
+        "Someone else has this item. It is theirs until they release it or their claim expires."
+    )
+    # A disabled control stays readable: at least 4.5:1 (ana's Claim, while ben holds the item)
+    expect(ana.page.locator("#claim")).to_be_disabled()
+    assert contrast(ana.page, "#claim") >= 4.5
+    ben.page.get_by_role("button", name="Release").click()
+    expect(ben.said()).to_have_text("Released.")
+    expect(ben.page.locator("#claim")).to_be_focused()  # after a release: Claim again
+    # A hand-off closed in one tab, then closed again in another of the same person's tabs
+    ben.claim()
+    second = ben.context.new_page()
+    second.goto(f"{server.url}/console")
+    expect(second.locator("#who")).to_have_text("Signed in as ben.")  # one sign-in for every tab
+    second.get_by_role("button", name="Hand-offs").click()
+    second.locator("#queue").get_by_role("button").first.click()
+    expect(second.get_by_role("button", name="Close hand-off")).to_be_enabled()
+    ben.page.get_by_role("button", name="Close hand-off").click()
+    expect(ben.said()).to_have_text("Hand-off closed.")
+    expect(ben.page.locator("#item-heading")).to_be_focused()  # after a close: the item's heading
+    second.get_by_role("button", name="Close hand-off").click()
+    expect(second.locator("#item-panel").get_by_role("alert")).to_have_text(
+        "This hand-off was already closed, by a colleague or in another tab."
+    )
+    assert serious_violations(ben.page) == []
+
+
+def test_signing_out_signs_out_every_tab_and_releases_the_claims(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    server = server_factory()
+    Resident(browser, server).say("Can I talk to a person?")
+    ana = Staff(browser, server, "ana")
+    ana.open_first("Hand-offs")
+    ana.claim()
+    other_tab = ana.context.new_page()
+    other_tab.goto(f"{server.url}/console")
+    expect(other_tab.locator("#who")).to_have_text("Signed in as ana.")
+    ana.page.get_by_role("button", name="Sign out").click()
+    expect(other_tab.locator("#who")).to_have_text("Not signed in.", timeout=REPLY_WAIT_MS)
+    expect(other_tab.get_by_role("status").first).to_have_text("You signed out in another tab.")
+    ben = Staff(browser, server, "ben")
+    ben.show("Hand-offs")
+    expect(ben.page.locator("#queue li").first).to_contain_text("unclaimed")
 
 
 @pytest.fixture(autouse=True)

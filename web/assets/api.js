@@ -13,8 +13,14 @@ export class ApiError extends Error {
 const RETRY_STATUSES = new Set([409, 429, 500, 502, 503, 504]);
 const TIMEOUT_MS = 8000; // an answer slower than this counts as the desk not answering
 
+// Conflicts that only mean "try again": another write to the conversation came first.
+const BUSY_CODES = new Set(["ConcurrentTurnConflict", "RetryInProgress"]);
+
 function sentenceFor(status, body) {
-  if (status === 409) return "The desk was busy with your previous message; try again.";
+  const code = body && typeof body.error === "string" ? body.error : "";
+  if (status === 409 && (BUSY_CODES.has(code) || !body || typeof body.message !== "string")) {
+    return "The desk was busy with your previous message; try again.";
+  }
   if (status === 429) return "Too many messages at once; wait a moment and try again.";
   if (status >= 500) return "The desk is not answering right now; try again in a moment.";
   if (body && typeof body.message === "string") return body.message;

@@ -1,6 +1,7 @@
 // Staff sign-in: the OAuth 2.0 authorization-code flow with PKCE (RFC 7636), against Cognito's managed
 // login in AWS or devstack's local sign-in; the same code path for both, only /config.json differs.
-// The verifier waits in sessionStorage for the round trip; the tokens stay in sessionStorage for the tab.
+// The verifier waits in sessionStorage for the round trip. The access token is kept in localStorage until
+// it expires, so every tab of the console shares one sign-in, and signing out in one signs out all.
 
 const PENDING = "desk-console-pkce";
 const TOKENS = "desk-console-tokens";
@@ -63,18 +64,28 @@ export async function finishSignIn(config) {
   if (!response.ok) throw new Error("Signing in did not finish; sign in again.");
   const tokens = await response.json();
   const kept = { accessToken: tokens.access_token, expiresAt: Date.now() + 1000 * (tokens.expires_in || 3600) };
-  sessionStorage.setItem(TOKENS, JSON.stringify(kept));
+  localStorage.setItem(TOKENS, JSON.stringify(kept));
   return kept.accessToken;
 }
 
 export function currentToken() {
-  const kept = JSON.parse(sessionStorage.getItem(TOKENS) || "null");
-  if (!kept || kept.expiresAt <= Date.now()) return null;
+  const kept = JSON.parse(localStorage.getItem(TOKENS) || "null");
+  if (!kept || kept.expiresAt <= Date.now()) {
+    localStorage.removeItem(TOKENS);
+    return null;
+  }
   return kept.accessToken;
 }
 
+/** Call `then` when another tab signs in or out (the storage event fires in the other tabs only). */
+export function onSignInChange(then) {
+  window.addEventListener("storage", (event) => {
+    if (event.key === TOKENS || event.key === null) then(currentToken());
+  });
+}
+
 export function signOut(config) {
-  sessionStorage.removeItem(TOKENS);
+  localStorage.removeItem(TOKENS);
   if (config.logoutUrl) {
     const query = new URLSearchParams({ client_id: config.clientId, logout_uri: redirectUri() });
     window.location.assign(`${config.logoutUrl}?${query}`);

@@ -71,7 +71,8 @@ export function decisionsChart(days) {
 }
 
 export function agreementChart(overall, screens) {
-  const rows = [["all screens", overall], ...Object.entries(screens).filter(([, a]) => a.held || a.passed)];
+  // Only the screens that held something: one that never fired has no held share to compare.
+  const rows = [["all screens", overall], ...Object.entries(screens).filter(([, a]) => a.held)];
   const width = 360;
   const rowHeight = 34;
   const height = 20 + rows.length * rowHeight;

@@ -1,11 +1,17 @@
 // The resident's chat. The resident's words live only in this page's memory: never in localStorage,
 // sessionStorage, cookies or the address. Replies and staff messages come from /messages, in order.
+// The conversation's id (not its words) is kept for the tab in sessionStorage, and offered as a link
+// (/chat#c=ID: a fragment, which the browser never sends to a server), so a reload or a return finds the
+// conversation again and a staff answer still reaches the resident.
 import { ApiError, request, sleep } from "/assets/api.js";
 
 const WAIT_NOTICE_MS = 1000; // after this long without a reply, say one is being prepared
 const FIRST_POLL_MS = 400;
 const LONGEST_POLL_MS = 5000;
 const IDLE_POLL_MS = 5000; // then keep listening for staff messages, more slowly
+const KEPT = "desk-conversation";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MAX_CHARS = 1000;
 
 const view = {
   transcript: document.getElementById("transcript"),
@@ -17,6 +23,13 @@ const view = {
   form: document.getElementById("composer"),
   message: document.getElementById("message"),
   send: document.getElementById("send"),
+  counter: document.getElementById("counter"),
+  reference: document.getElementById("reference"),
+  referenceCode: document.getElementById("reference-code"),
+  referenceLink: document.getElementById("reference-link"),
+  restoredNote: document.getElementById("restored-note"),
+  examples: document.getElementById("examples"),
+  exampleList: document.getElementById("example-list"),
 };
 
 const state = {
@@ -26,6 +39,8 @@ const state = {
   busy: false,
   retryAction: null,
   pollTimer: null,
+  examples: [],
+  fresh: false, // a new conversation in which nothing has been sent yet: the example questions show
 };
 
 function appendMessage(kind, who, text) {
@@ -46,6 +61,7 @@ function showProblem(error, retryAction) {
   view.problemText.textContent = sentence;
   view.problem.hidden = false;
   state.retryAction = retryAction;
+  view.message.focus(); // back to the box: the typed text is still there, and Try again is next to it
 }
 
 function clearProblem() {
@@ -58,17 +74,93 @@ function setStatus(text) {
   if (view.status.textContent !== text) view.status.textContent = text;
 }
 
+function keptConversation() {
+  const fromLink = new URLSearchParams(window.location.hash.slice(1)).get("c");
+  const candidate = (fromLink || sessionStorage.getItem(KEPT) || "").toLowerCase();
+  return UUID.test(candidate) ? candidate : null;
+}
+
+function keep(conversationId) {
+  sessionStorage.setItem(KEPT, conversationId);
+  const link = `${window.location.origin}/chat#c=${conversationId}`;
+  view.referenceCode.textContent = conversationId.slice(0, 8);
+  view.referenceLink.href = link;
+  view.reference.hidden = false;
+  if (window.location.hash) window.history.replaceState(null, "", "/chat"); // the id leaves the address bar
+}
+
 async function startConversation() {
   clearProblem();
+  const kept = keptConversation();
+  if (kept && (await restore(kept))) return;
   try {
     const created = await request("POST", "/conversations");
     state.conversationId = created.conversation_id;
+    keep(state.conversationId);
     view.send.disabled = false;
-    setStatus("");
+    setStatus(kept ? "That conversation is no longer kept; a new one has started." : "");
+    greet();
     await readMessages({ settle: true });
   } catch (error) {
     showProblem(error, startConversation);
   }
+}
+
+// Back to a kept conversation: its replies and staff messages from the start (never the resident's words).
+async function restore(conversationId) {
+  try {
+    await request("GET", `/conversations/${conversationId}/messages?after=0`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      sessionStorage.removeItem(KEPT);
+      return false;
+    }
+    showProblem(error, startConversation);
+    return true;
+  }
+  state.conversationId = conversationId;
+  state.after = 0;
+  keep(conversationId);
+  view.restoredNote.hidden = false;
+  view.send.disabled = false;
+  setStatus("");
+  await readMessages({ settle: false });
+  return true;
+}
+
+// The first screen: a greeting, and the desk's example questions as buttons that fill the box.
+// The greeting is the page's own (class "greeting"), not one of the desk's replies.
+function greet() {
+  appendMessage("greeting", "Assistant", "Hello. Ask a question, or say what you would like to sign up for.");
+  state.fresh = true;
+  view.examples.hidden = state.examples.length === 0;
+}
+
+function showExamples(examples) {
+  state.examples = examples;
+  view.exampleList.replaceChildren(
+    ...examples.map((text) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary";
+      button.textContent = text;
+      button.addEventListener("click", () => {
+        view.message.value = text;
+        countCharacters();
+        view.message.focus();
+      });
+      item.append(button);
+      return item;
+    }),
+  );
+  view.examples.hidden = !(state.fresh && examples.length);
+}
+
+function countCharacters() {
+  const used = view.message.value.length;
+  view.counter.textContent = `${used.toLocaleString("en")} of ${MAX_CHARS.toLocaleString("en")}`;
+  if (used >= MAX_CHARS) setStatus("That is the most one message can hold; send it, then go on in another.");
 }
 
 async function readMessages({ settle }) {
@@ -109,7 +201,14 @@ function listenForStaff() {
 
 async function send() {
   const text = view.message.value.trim();
-  if (!text || state.busy || !state.conversationId) return;
+  if (!text) {
+    setStatus("Type a message first.");
+    view.message.focus();
+    return;
+  }
+  if (state.busy || !state.conversationId) return;
+  state.fresh = false;
+  view.examples.hidden = true;
   if (!state.unsent || state.unsent.text !== text) state.unsent = { text, key: crypto.randomUUID() };
   const { key } = state.unsent;
   state.busy = true;
@@ -134,6 +233,7 @@ async function send() {
   state.unsent = null;
   appendMessage("you", "You", text);
   view.message.value = "";
+  countCharacters();
   try {
     await readMessages({ settle: true });
   } catch (error) {
@@ -148,6 +248,7 @@ async function send() {
 async function restart() {
   state.conversationId = null;
   state.after = 0;
+  sessionStorage.removeItem(KEPT);
   await startConversation();
   if (state.conversationId) await send();
 }
@@ -177,6 +278,7 @@ view.message.addEventListener("keydown", (event) => {
 view.retry.addEventListener("click", () => {
   if (state.retryAction) state.retryAction();
 });
+view.message.addEventListener("input", countCharacters);
 
 /** The desk's name and introduction come from config.json (its domain pack), so a desk is data. */
 async function showDesk() {
@@ -186,7 +288,9 @@ async function showDesk() {
     if (!desk) return;
     document.getElementById("desk-name").textContent = desk.name;
     document.getElementById("desk-intro").textContent = desk.intro || "";
+    if (desk.person_answers) document.getElementById("person-answers").textContent = desk.person_answers;
     document.title = `${desk.name} - chat`;
+    showExamples(Array.isArray(desk.examples) ? desk.examples : []);
   } catch {
     // The generic heading stays; the chat works without it.
   }

@@ -1,21 +1,34 @@
 // The staff console: the review and hand-off queues, an item view with claim, release, decision, reply
 // and close, and the desk's figures as charts. Every text from the API is set as text, never as markup.
-import { beginSignIn, currentToken, finishSignIn, signOut } from "/assets/auth.js";
+import { beginSignIn, currentToken, finishSignIn, onSignInChange, signOut } from "/assets/auth.js";
 import { ApiError, request } from "/assets/api.js";
 import { agreementChart, decisionsChart } from "/assets/charts.js";
 
 const $ = (id) => document.getElementById(id);
+// Held: the resident was shown the fallback (a screen held the draft, or the model hit its cap or never
+// ended), so a decision sends them something. Awaiting: the resident saw the reply; a person checks it.
 const TABS = {
-  held: { title: "Held replies", path: "/staff/reviews", query: "held=true&review=pending&order=oldest&limit=100" },
+  held: { title: "Held replies", path: "/staff/reviews", query: "drafted=false&review=pending&order=oldest&limit=100" },
   awaiting: {
     title: "Replies awaiting a check",
     path: "/staff/reviews",
-    query: "held=false&review=pending&order=oldest&limit=100",
+    query: "drafted=true&review=pending&order=oldest&limit=100",
   },
   handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=oldest&limit=100" },
 };
+const REFRESH_MS = 10000; // counts and lists refresh on their own, backing off when the desk does not answer
+const LONGEST_REFRESH_MS = 120000;
+// A clash gets its own words, by the API's error code.
+const CLASHES = {
+  ClaimedByOther: "Someone else has this item. It is theirs until they release it or their claim expires.",
+  AlreadyDecided: "This reply was already decided, by a colleague or in another tab.",
+  HandoffClosed: "This hand-off was already closed, by a colleague or in another tab.",
+  ClaimRequired: "Claim the item first: it is not claimed by you, or your claim has expired.",
+  NotInQueue: "This item is no longer in the queue.",
+};
 // `opened` counts the tabs opened, so a slow start does not reopen a tab over one the person chose since.
-const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0 };
+// `typed` keeps what the person typed or chose in an item's forms, by the item's path, across redraws.
+const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0, typed: {}, refreshTimer: null, refreshDelay: REFRESH_MS };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -30,19 +43,31 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
+// While an item is open, its outcome is said next to its controls; otherwise at the top of the page.
+function region(id) {
+  const inItem = state.item && !$("item-panel").hidden && $(`item-${id}`);
+  return inItem || $(id);
+}
+
 function say(text) {
-  $("status").textContent = text;
+  region("status").textContent = text;
 }
 
 function problem(error) {
-  const box = $("problem");
-  box.textContent = error instanceof Error ? error.message : String(error);
+  const box = region("problem");
+  const clash = error instanceof ApiError ? CLASHES[error.code] : null;
+  box.textContent = clash || (error instanceof Error ? error.message : String(error));
   box.hidden = false;
 }
 
 function clearProblem() {
-  $("problem").hidden = true;
-  $("problem").textContent = "";
+  for (const id of ["problem", "item-problem"]) {
+    const box = $(id);
+    if (box) {
+      box.hidden = true;
+      box.textContent = "";
+    }
+  }
 }
 
 async function api(method, path, body) {
@@ -95,6 +120,7 @@ async function showSignedIn() {
   const opened = state.opened;
   await refreshCounts();
   if (state.opened === opened) await openTab(state.tab);
+  scheduleRefresh();
 }
 
 // --- queues -----------------------------------------------------------------------------------------
@@ -104,11 +130,37 @@ async function listOf(tab) {
   return api("GET", `${path}?${query}`);
 }
 
+// Each badge counts the very page its tab lists: one read per queue serves both.
 async function refreshCounts() {
+  const pages = {};
   for (const tab of Object.keys(TABS)) {
-    const page = await listOf(tab);
-    $(`count-${tab}`).textContent = `${page.items.length}${page.next_cursor ? "+" : ""}`;
+    pages[tab] = await listOf(tab);
+    $(`count-${tab}`).textContent = `${pages[tab].items.length}${pages[tab].next_cursor ? "+" : ""}`;
   }
+  return pages;
+}
+
+async function refreshQueues() {
+  const pages = await refreshCounts();
+  if (state.tab in TABS && !$("queue-panel").hidden) drawQueue(state.tab, pages[state.tab]);
+}
+
+function scheduleRefresh() {
+  clearTimeout(state.refreshTimer);
+  state.refreshTimer = setTimeout(async () => {
+    if (!state.token) return;
+    if (document.hidden) {
+      scheduleRefresh();
+      return;
+    }
+    try {
+      await refreshQueues();
+      state.refreshDelay = REFRESH_MS;
+    } catch {
+      state.refreshDelay = Math.min(state.refreshDelay * 2, LONGEST_REFRESH_MS); // quiet: the next action reports
+    }
+    scheduleRefresh();
+  }, state.refreshDelay);
 }
 
 function markTab(tab) {
@@ -143,27 +195,70 @@ async function renderQueue(tab) {
     if (state.tab === tab) $("queue-panel").setAttribute("aria-busy", "false");
   });
   if (state.tab !== tab) return;
+  $(`count-${tab}`).textContent = `${page.items.length}${page.next_cursor ? "+" : ""}`;
+  drawQueue(tab, page);
+}
+
+function age(iso) {
+  const minutes = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 60000));
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  return hours < 48 ? `${hours} h ago` : `${Math.round(hours / 24)} days ago`;
+}
+
+function topicName(name) {
+  return name ? name.replaceAll("_", " ") : null;
+}
+
+// A row says what the item is: the conversation's short reference, what it is about, what the resident
+// saw, how long it has waited and who holds it.
+function rowSummary(tab, item) {
+  if (tab === "handoffs") {
+    const why = { refuse: "refused request", abstain_hand_off: "no handbook answer", hand_off: "asked for a person" }[item.action] || item.action;
+    return [why, topicName(item.topic)].filter(Boolean).join(": ");
+  }
+  const about = topicName(item.topic) || item.action.replaceAll("_", " ");
+  return `${about}; the resident saw ${item.fallback_used ? "the fallback" : "this reply"}`;
+}
+
+function drawQueue(tab, page) {
   const list = $("queue");
+  // A refresh that changes nothing draws nothing, so focus and reading place stay where they are; one
+  // that does keeps focus on the same item's button where it is still listed.
+  const drawn = JSON.stringify([tab, page.items.map((i) => [i.conversation_id, i.turn_id, i.claim, i.queued_at])]);
+  if (list.dataset.drawn === drawn) return;
+  list.dataset.drawn = drawn;
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.item : null;
   list.replaceChildren();
   for (const item of page.items) {
-    const label = `Turn ${item.turn_id}, ${item.action}`;
+    const reference = item.conversation_id.slice(0, 8);
+    const label = `Conversation ${reference}, turn ${item.turn_id}`;
     const claim = item.claim ? (item.claim.mine ? "claimed by you" : "claimed by someone else") : "unclaimed";
     list.append(
       el(
         "li",
         {},
-        el("span", {}, el("strong", { text: label }), el("span", { class: "meta", text: ` queued ${when(item.queued_at)}, ${claim}` })),
+        el(
+          "span",
+          {},
+          el("strong", { text: label }),
+          el("span", { class: "summary", text: ` ${rowSummary(tab, item)}` }),
+          el("span", { class: "meta", text: ` queued ${age(item.queued_at)}, ${claim}` }),
+        ),
         el("button", {
           type: "button",
           class: "secondary",
           text: "Open",
-          "aria-label": `Open ${label} of conversation ${item.conversation_id.slice(0, 8)}`,
+          "aria-label": `Open ${label}`,
+          "data-item": `${item.conversation_id}/${item.turn_id}`,
           onclick: () => openItem(tab, item.conversation_id, item.turn_id),
         }),
       ),
     );
   }
   $("queue-empty").hidden = page.items.length > 0;
+  if (focused) list.querySelector(`[data-item="${focused}"]`)?.focus();
 }
 
 // --- an item ----------------------------------------------------------------------------------------
@@ -180,6 +275,7 @@ async function openItem(tab, conversationId, turnId) {
   state.item = { tab, path, item };
   renderItem();
   $("item-panel").hidden = false;
+  $("item-panel").scrollIntoView({ block: "start" });
   $("item-panel").focus();
 }
 
@@ -194,8 +290,8 @@ function claimControls() {
   return el(
     "div",
     { class: "actions" },
-    el("button", { type: "button", text: mine ? "Renew claim" : "Claim", disabled: busy ? "" : null, onclick: () => act("POST", `${path}/claim`, undefined, "Claimed: it is yours until the claim expires.") }),
-    mine ? el("button", { type: "button", class: "secondary", text: "Release", onclick: () => act("POST", `${path}/release`, undefined, "Released.") }) : null,
+    el("button", { type: "button", id: "claim", text: mine ? "Renew claim" : "Claim", disabled: busy ? "" : null, onclick: () => act("POST", `${path}/claim`, undefined, "Claimed: it is yours until the claim expires.", "claim") }),
+    mine ? el("button", { type: "button", class: "secondary", id: "release", text: "Release", onclick: () => act("POST", `${path}/release`, undefined, "Released.", "release") }) : null,
   );
 }
 
@@ -232,16 +328,54 @@ function reviewView(item) {
     el("blockquote", { text: item.reply_shown ?? "(no longer kept)" }),
   ];
   if (item.human_review === "pending") parts.push(claimControls(), decisionForm(item));
+  parts.push(itemNotices());
   return parts;
 }
 
+// The item's own status and problem lines, next to its controls.
+function itemNotices() {
+  return el(
+    "div",
+    {},
+    el("p", { class: "notice status", role: "status", id: "item-status" }),
+    el("div", { class: "notice error", role: "alert", id: "item-problem", hidden: "" }),
+  );
+}
+
+// Nothing is preselected: Approve and Reject are both a choice. Typing a correction chooses Reject, and a
+// correction is never dropped: with Approve chosen, the form asks instead of sending.
 function decisionForm(item) {
   const mine = item.claim && item.claim.mine;
-  const reasons = el("select", { id: "reason", name: "reason" }, ...state.desk.reason_codes.map((code) => el("option", { value: code, text: code.replaceAll("_", " ") })));
-  const correction = el("textarea", { id: "correction", name: "correction", rows: "3", maxlength: String(state.desk.max_message_chars) });
-  const approve = el("input", { type: "radio", name: "decision", id: "decision-approve", value: "approve" });
-  const reject = el("input", { type: "radio", name: "decision", id: "decision-reject", value: "reject" });
-  approve.checked = true;
+  const typed = typedFor(state.item.path);
+  const reasons = el(
+    "select",
+    { id: "reason", name: "reason", onchange: () => { typed.reason = reasons.value; } },
+    el("option", { value: "", text: "Choose a reason" }),
+    ...state.desk.reason_codes.map((code) => el("option", { value: code, text: code.replaceAll("_", " ") })),
+  );
+  reasons.value = typed.reason || "";
+  const approve = el("input", { type: "radio", name: "decision", id: "decision-approve", value: "approve", onchange: () => { typed.decision = "approve"; } });
+  const reject = el("input", { type: "radio", name: "decision", id: "decision-reject", value: "reject", onchange: () => { typed.decision = "reject"; } });
+  if (typed.decision === "approve") approve.checked = true;
+  if (typed.decision === "reject") reject.checked = true;
+  const correction = el("textarea", {
+    id: "correction",
+    name: "correction",
+    rows: "3",
+    maxlength: String(state.desk.max_message_chars),
+    oninput: () => {
+      typed.correction = correction.value;
+      if (correction.value.trim() && !reject.checked) {
+        reject.checked = true;
+        typed.decision = "reject";
+        say("A correction goes with Reject: Reject is now chosen.");
+      }
+    },
+  });
+  correction.value = typed.correction || "";
+  const help = item.fallback_used
+    ? "The resident was shown the fallback, which promises a person's answer: Approve sends them this draft; Reject needs a correction they will read."
+    : "The resident saw this reply. Approve sends nothing more; a correction with Reject is sent to them as a staff message.";
   const form = el(
     "form",
     { onsubmit: (event) => { event.preventDefault(); decide(form); } },
@@ -251,9 +385,10 @@ function decisionForm(item) {
       el("legend", { text: "Decision" }),
       el("div", {}, approve, el("label", { for: "decision-approve", text: " Approve" })),
       el("div", {}, reject, el("label", { for: "decision-reject", text: " Reject" })),
+      el("p", { class: "notice status", id: "decision-help", text: help }),
       el("label", { for: "reason", text: "Reason (for a rejection)" }),
       reasons,
-      el("label", { for: "correction", text: "Correction (optional; sent to the resident as a staff message)" }),
+      el("label", { for: "correction", text: item.fallback_used ? "Correction (needed with Reject; sent to the resident as a staff message)" : "Correction (optional; sent to the resident as a staff message)" }),
       correction,
       el("div", { class: "actions" }, el("button", { type: "submit", text: "Record decision", disabled: mine ? null : "" })),
       mine ? null : el("p", { class: "notice status", text: "Claim the reply to decide on it." }),
@@ -281,7 +416,9 @@ function handoffView(item) {
   ];
   if (item.handoff_status === "open") {
     const mine = item.claim && item.claim.mine;
-    const text = el("textarea", { id: "reply-text", name: "text", rows: "3", maxlength: String(state.desk.max_message_chars) });
+    const typed = typedFor(state.item.path);
+    const text = el("textarea", { id: "reply-text", name: "text", rows: "3", maxlength: String(state.desk.max_message_chars), oninput: () => { typed.reply = text.value; } });
+    text.value = typed.reply || "";
     parts.push(
       claimControls(),
       el(
@@ -293,12 +430,37 @@ function handoffView(item) {
           "div",
           { class: "actions" },
           el("button", { type: "submit", text: "Send reply", disabled: mine ? null : "" }),
-          el("button", { type: "button", class: "secondary", text: "Close hand-off", disabled: mine ? null : "", onclick: () => act("POST", `${state.item.path}/close`, undefined, "Hand-off closed.") }),
+          el("button", { type: "button", class: "secondary", text: "Close hand-off", disabled: mine ? null : "", onclick: () => act("POST", `${state.item.path}/close`, undefined, "Hand-off closed.", "close") }),
         ),
       ),
     );
   }
+  parts.push(itemNotices());
   return parts;
+}
+
+function typedFor(path) {
+  state.typed[path] = state.typed[path] || {};
+  return state.typed[path];
+}
+
+// Where focus goes after an action: to what the person does next.
+function focusAfter(step) {
+  const next = {
+    claim: ["decision-approve", "reply-text"],
+    release: ["claim"],
+    decide: ["item-heading"],
+    reply: ["reply-text"],
+    close: ["item-heading"],
+  }[step] || ["item-heading"];
+  for (const id of next) {
+    const target = $(id);
+    if (target && !target.disabled) {
+      if (id === "item-heading") target.setAttribute("tabindex", "-1");
+      target.focus();
+      return;
+    }
+  }
 }
 
 function renderItem() {
@@ -308,17 +470,24 @@ function renderItem() {
 
 // The item view is drawn again after every action, so its outcome is announced only once the new view
 // is in place: a person (or a test) who acts on the announcement never types into a form about to go.
-async function act(method, path, body, done) {
+async function act(method, path, body, done, step) {
   clearProblem();
   let succeeded = false;
+  let failure = null;
   try {
     await api(method, path, body);
     succeeded = true;
   } catch (error) {
-    problem(error);
+    failure = error;
   }
+  if (succeeded && (step === "decide" || step === "reply")) delete state.typed[state.item.path];
   await reloadItem();
-  if (succeeded) say(done);
+  if (succeeded) {
+    say(done);
+    focusAfter(step);
+  } else {
+    problem(failure);
+  }
 }
 
 async function reloadItem() {
@@ -333,14 +502,33 @@ async function reloadItem() {
 }
 
 async function decide(form) {
-  const decision = form.querySelector("input[name=decision]:checked").value;
-  const body = { decision };
-  if (decision === "reject") {
+  clearProblem();
+  const chosen = form.querySelector("input[name=decision]:checked");
+  const correction = form.querySelector("#correction").value.trim();
+  if (!chosen) {
+    problem(new Error("Choose Approve or Reject first."));
+    form.querySelector("#decision-approve").focus();
+    return;
+  }
+  if (chosen.value === "approve" && correction) {
+    problem(new Error("A correction is sent only with Reject: choose Reject to send it, or clear it to approve."));
+    form.querySelector("#decision-reject").focus();
+    return;
+  }
+  const body = { decision: chosen.value };
+  if (chosen.value === "reject") {
     body.reason = form.querySelector("#reason").value;
-    const correction = form.querySelector("#correction").value.trim();
+    if (!body.reason) {
+      problem(new Error("Choose a reason for the rejection."));
+      form.querySelector("#reason").focus();
+      return;
+    }
     if (correction) body.correction = correction;
   }
-  await act("POST", `${state.item.path}/decision`, body, decision === "approve" ? "Approved." : "Rejected.");
+  const done = chosen.value === "approve"
+    ? (state.item.item.fallback_used ? "Approved: the draft is sent to the resident." : "Approved.")
+    : (correction ? "Rejected: the correction is sent to the resident." : "Rejected.");
+  await act("POST", `${state.item.path}/decision`, body, done, "decide");
 }
 
 async function replyTo(textarea) {
@@ -349,7 +537,7 @@ async function replyTo(textarea) {
     problem(new Error("Write a reply first."));
     return;
   }
-  await act("POST", `${state.item.path}/reply`, { text }, "Reply sent to the resident.");
+  await act("POST", `${state.item.path}/reply`, { text }, "Reply sent to the resident.", "reply");
 }
 
 // --- figures ----------------------------------------------------------------------------------------
@@ -362,8 +550,8 @@ async function showFigures() {
   const rows = [
     ["Replies awaiting a check", stats.reviews.pending],
     ["Approved", stats.reviews.approved],
-    ["Rejected", stats.reviews.rejected],
-    ["Corrected", stats.reviews.corrected],
+    ["Rejected without a correction", stats.reviews.rejected],
+    ["Rejected with a correction", stats.reviews.corrected],
     ["Open hand-offs", stats.handoffs.open],
     ["Closed hand-offs", stats.handoffs.closed],
     ["Median time to a decision", seconds(stats.seconds_to_decision_median)],
@@ -380,6 +568,22 @@ async function showFigures() {
   );
 }
 
+// Signing out releases the person's claims first, so colleagues need not wait for them to expire.
+async function signOutEverywhere() {
+  say("Releasing your claims and signing out.");
+  clearTimeout(state.refreshTimer);
+  try {
+    for (const tab of Object.keys(TABS)) {
+      const page = await listOf(tab);
+      for (const item of page.items.filter((queued) => queued.claim && queued.claim.mine)) {
+        await api("POST", `${itemPath(tab, item.conversation_id, item.turn_id)}/release`).catch(() => null);
+      }
+    }
+  } finally {
+    signOut(state.config);
+  }
+}
+
 // --- start ------------------------------------------------------------------------------------------
 
 async function start() {
@@ -389,7 +593,19 @@ async function start() {
     button.addEventListener("click", () => openTab(button.dataset.tab).catch(problem));
   }
   $("sign-in").addEventListener("click", () => beginSignIn(state.config).catch(problem));
-  $("sign-out").addEventListener("click", () => signOut(state.config));
+  $("sign-out").addEventListener("click", () => signOutEverywhere().catch(problem));
+  onSignInChange((token) => {
+    if (!token && state.token) {
+      state.token = null;
+      clearTimeout(state.refreshTimer);
+      $("item-panel").hidden = true;
+      state.item = null;
+      showSignedOut("You signed out in another tab.");
+    } else if (token && !state.token) {
+      state.token = token;
+      showSignedIn().catch(problem);
+    }
+  });
   try {
     state.token = (await finishSignIn(state.config)) || currentToken();
   } catch (error) {
