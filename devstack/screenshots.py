@@ -127,7 +127,9 @@ def _claim(page: Page) -> None:
     from playwright.sync_api import expect
 
     page.locator("#item-panel").get_by_role("button", name="Claim").click()
-    expect(page.get_by_role("status")).to_have_text("Claimed: it is yours until the claim expires.")
+    expect(page.locator("#item-panel").get_by_role("status")).to_have_text(
+        "Claimed: it is yours until the claim expires."
+    )
 
 
 def _wait_for(url: str, seconds: float = 60) -> None:
