@@ -117,8 +117,9 @@ class LocalIssuer:
 
 class JwtAuthorizer:
     """API Gateway's JWT authorizer: a token is accepted when its signature verifies against a key of the
-    JWKS (by `kid`, RS256), its issuer is the one configured, its `aud` or `client_id` is one of the
-    audience, and it is within its lifetime. Accepted, its claims go on as strings; refused: 401."""
+    JWKS (by `kid`, RS256), its issuer is the one configured, its `aud` (or, without one, its
+    `client_id`) is one of the audience, and it is within its lifetime. Accepted, its claims go on as
+    strings; refused: 401."""
 
     def __init__(self, jwks: Mapping[str, Any], *, issuer: str = ISSUER, audience: Iterable[str] = (CLIENT_ID,)):
         self._keys = jwt.PyJWKSet.from_dict(dict(jwks))
@@ -146,9 +147,14 @@ class JwtAuthorizer:
             )
         except jwt.PyJWTError:
             return None
-        audiences = claims.get("aud", [])
-        audiences = [audiences] if isinstance(audiences, str) else list(audiences)
-        if not self._audience & {*map(str, audiences), str(claims.get("client_id", ""))}:
+        # As API Gateway: `aud` decides when the token has one; only a token without one is judged by
+        # its `client_id` (an access token from Cognito carries client_id and no aud).
+        if "aud" in claims:
+            audiences = claims["aud"]
+            offered = {audiences} if isinstance(audiences, str) else set(map(str, audiences))
+        else:
+            offered = {str(claims.get("client_id", ""))}
+        if not self._audience & offered:
             return None
         return {name: _as_gateway_string(value) for name, value in claims.items()}
 

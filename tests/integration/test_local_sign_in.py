@@ -123,3 +123,22 @@ def test_pages_and_assets_are_served_and_nothing_else(issuer: LocalIssuer) -> No
         assert answer is not None and answer.status == 404, path
     assert pages.handle("GET", "/conversations", "", b"") is None  # the API's, not a page
     assert json.loads(pages.handle("GET", "/config.json", "", b"").body)["local"] is True  # type: ignore[union-attr]
+
+
+def test_the_authorizer_judges_aud_when_a_token_has_one_as_api_gateway_does(issuer: LocalIssuer) -> None:
+    """A token whose `aud` is wrong is refused even with the right `client_id`; `client_id` counts only
+    for a token without `aud` (Cognito's access tokens)."""
+    import jwt
+
+    authorizer = JwtAuthorizer(issuer.jwks())
+    base = jwt.decode(issuer.token("ana"), options={"verify_signature": False})
+
+    def signed(**changes: object) -> str:
+        claims = {key: value for key, value in {**base, **changes}.items() if value is not None}
+        return jwt.encode(claims, issuer.private_key, algorithm="RS256", headers={"kid": issuer.key_id})
+
+    assert authorizer.claims(f"Bearer {signed()}") is not None
+    assert authorizer.claims(f"Bearer {signed(aud='some-other-app')}") is None
+    assert authorizer.claims(f"Bearer {signed(aud=['some-other-app'])}") is None
+    assert authorizer.claims(f"Bearer {signed(aud=CLIENT_ID, client_id='some-other-app')}") is not None
+    assert authorizer.claims(f"Bearer {signed(client_id='some-other-app')}") is None
