@@ -25,6 +25,7 @@ HELD_DRAFT = "Should staff contact you by phone or by email? Your seat is guaran
 STAFF_REPLY = "Hello, this is Ana at the enrollment desk. I will call you this afternoon."
 CORRECTION = "A seat is held only after staff check your documents; we will write to you."
 GREETING = "Hello. Ask a question, or say what you would like to sign up for."
+TURN_LIMIT = "This conversation has reached its turn limit; start a new conversation."
 
 
 def seed_turns(conversation: str) -> list[ScriptedTurn]:
@@ -227,6 +228,30 @@ def test_a_stopped_server_gives_one_clear_line_keeps_the_text_and_recovers(
     )  # the desk's confirm, with its next step
 
 
+def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: Browser, served: Served) -> None:
+    resident = Resident(browser, served)
+    first = resident.page.locator("#reference-code").inner_text()
+    refused = {"left": 1}
+
+    def at_the_limit(route: Route) -> None:
+        if route.request.method == "POST" and refused["left"]:
+            refused["left"] -= 1
+            route.fulfill(status=409, json={"error": "TurnLimitReached", "message": TURN_LIMIT})
+        else:
+            route.continue_()
+
+    resident.page.route("**/conversations/*/turns", at_the_limit)
+    resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
+    resident.page.get_by_role("button", name="Send").click()
+    expect(resident.page.get_by_role("alert")).to_contain_text(TURN_LIMIT)
+    expect(resident.page.get_by_role("button", name="Try again")).to_have_count(0)
+    resident.page.get_by_role("button", name="Start a new conversation").click()
+    # A new conversation starts, and the typed message goes into it
+    expect(resident.page.locator("#transcript li.assistant")).to_have_count(1, timeout=REPLY_WAIT_MS)
+    expect(resident.page.locator("#reference-code")).not_to_have_text(first)
+    expect(resident.page.get_by_role("alert")).to_be_hidden()
+
+
 def test_the_chat_reads_at_phone_width(browser: Browser, served: Served) -> None:
     resident = Resident(browser, served, width=390, height=844)
     resident.say("I want the forklift course.")
@@ -415,7 +440,11 @@ def test_approving_a_held_reply_sends_the_resident_the_approved_draft(
     row = staff.page.locator("#queue li").first
     expect(row).to_contain_text("the resident saw the fallback")
     expect(row).to_contain_text("Conversation ")
+    # On a short screen the item opens in view, not below the fold
+    staff.page.set_viewport_size({"width": 390, "height": 420})
     staff.open_first("Held replies")
+    expect(staff.page.locator("#item-heading")).to_be_in_viewport()
+    staff.page.set_viewport_size({"width": 1280, "height": 800})
     staff.claim()
     staff.decide("Approve")
     expect(staff.said()).to_have_text("Approved: the draft is sent to the resident.")

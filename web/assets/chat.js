@@ -56,10 +56,11 @@ function appendMessage(kind, who, text) {
   view.scroller.scrollTop = view.scroller.scrollHeight;
 }
 
-function showProblem(error, retryAction) {
+function showProblem(error, retryAction, actionLabel = "Try again") {
   const sentence = error instanceof ApiError ? error.message : "Something went wrong; try again.";
   view.problemText.textContent = sentence;
   view.problem.hidden = false;
+  view.retry.textContent = actionLabel;
   state.retryAction = retryAction;
   view.message.focus(); // back to the box: the typed text is still there, and Try again is next to it
 }
@@ -225,6 +226,9 @@ async function send() {
     if (error instanceof ApiError && error.code === "ConversationNotFound") {
       // The desk no longer knows this conversation (a local desk restarted, or it expired): start anew.
       showProblem(new ApiError("The desk no longer has this conversation; try again to start a new one."), restart);
+    } else if (error instanceof ApiError && error.code === "TurnLimitReached") {
+      // Sending again can never work here: the way on is a new conversation, with the typed text.
+      showProblem(error, restart, "Start a new conversation");
     } else {
       showProblem(error, send); // the typed text stays in the box
     }
