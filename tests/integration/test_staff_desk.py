@@ -15,6 +15,7 @@ from uuid import uuid4
 
 import pytest
 
+from devstack.faults import Fault
 from devstack.stack import LocalStack
 from dialogue.actions import Screen
 from dialogue.realize import RealizedReply, RealizeJob
@@ -340,6 +341,26 @@ def test_approving_a_held_reply_sends_the_resident_the_approved_draft(stack: Loc
     page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
     assert [(m["source"], m["text"]) for m in page["messages"]][-1] == ("staff", HELD)
     assert sum(m["source"] == "staff" for m in page["messages"]) == 1
+
+
+def test_a_staff_message_rides_out_a_transaction_conflict_and_says_so_to_staff_when_it_cannot(
+    stack: LocalStack,
+) -> None:
+    conversation_id = new_conversation(stack)
+    turn = int(say(stack, conversation_id, "Can I talk to a person?")["turn_id"])
+    staff(stack, "POST", f"{handoff(conversation_id, turn)}/claim")
+    # One conflict: the reply is written on the next try, once
+    stack.faults.inject("dynamodb.TransactWriteItems", Fault.TRANSACTION_CONFLICT)
+    staff(stack, "POST", f"{handoff(conversation_id, turn)}/reply", {"text": "Hello from the desk."})
+    page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
+    assert [m["text"] for m in page["messages"] if m["source"] == "staff"] == ["Hello from the desk."]
+    # Conflicts on every try: a 409 in words for staff (not the resident's "send the turn again"), nothing kept
+    stack.faults.inject("dynamodb.TransactWriteItems", Fault.TRANSACTION_CONFLICT, times=3)
+    status, code, message = refused(stack, "POST", f"{handoff(conversation_id, turn)}/reply", {"text": "Again."})
+    assert (status, code) == (409, "StaffWriteConflict")
+    assert message == "Another change to this conversation came first; try again."
+    page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
+    assert [m["text"] for m in page["messages"] if m["source"] == "staff"] == ["Hello from the desk."]
 
 
 def test_a_rejection_with_a_correction_reaches_the_resident(stack: LocalStack) -> None:

@@ -37,6 +37,7 @@ from dialogue.errors import (
     QueueUnavailable,
     RetryInProgress,
     StaffTextTooLong,
+    StaffWriteConflict,
     StoreUnavailable,
     TurnLimitReached,
     TurnNotFound,
@@ -60,6 +61,7 @@ ErrorCode = Literal[
     "HandoffClosed",
     "InvalidDecision",
     "CorrectionRequired",
+    "StaffWriteConflict",
     "NoDraftToSend",
     "StaffTextTooLong",
     "NotSignedIn",
@@ -103,6 +105,7 @@ ERROR_STATUS: Mapping[type[DialogueError], HTTPStatus] = {
     InvalidIdempotencyKey: HTTPStatus.BAD_REQUEST,
     InvalidDecision: HTTPStatus.UNPROCESSABLE_ENTITY,
     CorrectionRequired: HTTPStatus.UNPROCESSABLE_ENTITY,
+    StaffWriteConflict: HTTPStatus.CONFLICT,
     NoDraftToSend: HTTPStatus.UNPROCESSABLE_ENTITY,
     StaffTextTooLong: HTTPStatus.UNPROCESSABLE_ENTITY,
     NotSignedIn: HTTPStatus.UNAUTHORIZED,
@@ -112,6 +115,7 @@ ERROR_STATUS: Mapping[type[DialogueError], HTTPStatus] = {
 }
 RETRYABLE: tuple[type[DialogueError], ...] = (
     ConcurrentTurnConflict,
+    StaffWriteConflict,
     RetryInProgress,
     StoreUnavailable,
     QueueUnavailable,

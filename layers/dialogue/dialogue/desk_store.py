@@ -29,9 +29,9 @@ from dialogue.errors import (
     AlreadyDecided,
     ClaimedByOther,
     ClaimRequired,
-    ConcurrentTurnConflict,
     HandoffClosed,
     NotInQueue,
+    StaffWriteConflict,
     StoreUnavailable,
 )
 from dialogue.records import Draft, TurnRecord
@@ -40,6 +40,7 @@ from dialogue.store import (
     MESSAGE_PREFIX,
     QUEUE_INDEX,
     STATE_SK,
+    TRANSACTION_CONFLICT,
     DynamoConversationStore,
     StaffMessage,
     _epoch,
@@ -442,7 +443,7 @@ class DynamoDeskStore(DynamoConversationStore):
             except _MessageRace:
                 continue
             return StaffMessage(after_turn=state.turn_count, number=count + 1, about_turn=turn_id, text=text, at=now)
-        raise ConcurrentTurnConflict()
+        raise StaffWriteConflict()
 
     def _transact(
         self,
@@ -456,7 +457,8 @@ class DynamoDeskStore(DynamoConversationStore):
         race_from: int | None = None,
     ) -> None:
         """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
-        a failure of a condition from item `race_from` on (the staff message's) is a race to retry."""
+        a failure of a condition from item `race_from` on (the staff message's), or another transaction
+        holding an item, is a race a message retries; otherwise the staff member is told to try again."""
         try:
             self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as error:
@@ -465,9 +467,10 @@ class DynamoDeskStore(DynamoConversationStore):
             codes = cancellation_codes(error)
             if codes and codes[0] == CONDITION_FAILED:
                 raise self._why_refused(conversation_id, turn_id, queue, staff, now) from None
-            if race_from is not None and CONDITION_FAILED in codes[race_from:]:
+            raced = CONDITION_FAILED in codes[race_from:] or TRANSACTION_CONFLICT in codes
+            if race_from is not None and raced:
                 raise _MessageRace() from None
-            raise ConcurrentTurnConflict() from None
+            raise StaffWriteConflict() from None
         except BotoCoreError:
             raise StoreUnavailable() from None
 

@@ -73,6 +73,10 @@ class InvalidDecision(DialogueError):
     )
 
 
+class StaffWriteConflict(DialogueError):
+    message = "Another change to this conversation came first; try again."
+
+
 class CorrectionRequired(DialogueError):
     message = (
         "The resident was shown the fallback, which promises a person's answer: reject with a correction they "
