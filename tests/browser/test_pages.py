@@ -252,6 +252,33 @@ def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: 
     expect(resident.page.get_by_role("alert")).to_be_hidden()
 
 
+def test_an_idle_poll_in_flight_during_a_send_shows_no_message_twice(browser: Browser, served: Served) -> None:
+    resident = Resident(browser, served)
+    resident.say("I want the forklift course.")
+    held: list[Route] = []
+
+    def hold_the_idle_poll(route: Route) -> None:
+        if not held:
+            held.append(route)  # the next idle poll stays in flight until the test lets it go
+        else:
+            route.continue_()
+
+    resident.page.route("**/messages?*", hold_the_idle_poll)
+    for _ in range(40):  # the idle poll comes within IDLE_POLL_MS (5 s)
+        if held:
+            break
+        resident.page.wait_for_timeout(250)
+    assert held, "no idle poll came"
+    resident.page.get_by_role("textbox", name="Message").fill("Email is best.")
+    resident.page.get_by_role("button", name="Send").click()
+    resident.page.wait_for_timeout(1500)  # the send's own read has had its chance
+    held[0].continue_()
+    expect(resident.page.locator("#transcript li.assistant")).to_have_count(2, timeout=REPLY_WAIT_MS)
+    resident.page.wait_for_timeout(1500)
+    replies = resident.assistant_replies()
+    assert len(replies) == 2 and len(set(replies)) == 2, replies
+
+
 def test_the_chat_reads_at_phone_width(browser: Browser, served: Served) -> None:
     resident = Resident(browser, served, width=390, height=844)
     resident.say("I want the forklift course.")

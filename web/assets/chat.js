@@ -164,7 +164,17 @@ function countCharacters() {
   if (used >= MAX_CHARS) setStatus("That is the most one message can hold; send it, then go on in another.");
 }
 
-async function readMessages({ settle }) {
+// One read of /messages at a time: an idle poll still in flight when a send reads would ask with the same
+// `after`, and the same message would be shown twice. Each read waits for the one before it.
+let lastRead = Promise.resolve();
+
+function readMessages(options) {
+  const next = lastRead.then(() => readMessagesNow(options));
+  lastRead = next.catch(() => undefined);
+  return next;
+}
+
+async function readMessagesNow({ settle }) {
   // Read new messages; with `settle`, keep reading (backing off) until no reply is being prepared.
   const started = Date.now();
   let delay = FIRST_POLL_MS;
