@@ -169,6 +169,29 @@ def test_fifty_concurrent_turns_lose_no_update(
         assert stored == state.slots, f"turn {turn_id} did not build on turn {turn_id - 1}"
 
 
+def test_two_requests_with_one_key_racing_on_one_version_both_answer_with_the_stored_turn(
+    stack: LocalStack, pack: DomainPack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loser of the race reads the same state version, so it builds a turn with the winner's id; it
+    must answer with the turn the winner stored, not with its own record, which was never written."""
+    conversation_id = UUID(new_conversation(stack))
+    store, settings = get_store(), get_settings()
+    stale = conversation.load_conversation(store, conversation_id)
+    first = conversation.take_turn(
+        conversation_id, "Can I talk to a person?", store=store, pack=pack, now=datetime(2026, 12, 1, 9, tzinfo=UTC),
+        max_turns=settings.max_turns_per_conversation, request_key="one-key",
+    )  # fmt: skip
+    # The twin request read the state before the first wrote: the same version, so the same next turn id
+    monkeypatch.setattr(conversation, "load_conversation", lambda *_: stale)
+    twin = conversation.take_turn(
+        conversation_id, "Can I talk to a person?", store=store, pack=pack, now=datetime(2026, 12, 1, 10, tzinfo=UTC),
+        max_turns=settings.max_turns_per_conversation, request_key="one-key",
+    )  # fmt: skip
+    assert twin.turn.turn_id == first.turn.turn_id == 1
+    assert twin.turn.created_at == first.turn.created_at == datetime(2026, 12, 1, 9, tzinfo=UTC)
+    assert len(turn_items(stack, str(conversation_id))) == 1
+
+
 # --- at-least-once delivery -----------------------------------------------------------------------
 
 

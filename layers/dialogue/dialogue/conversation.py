@@ -102,9 +102,9 @@ def take_turn(
         queued_at=now if handed_off else None,
         handoff_status=HandoffStatus.OPEN if handed_off else None,
     )
-    answered_by = store.commit_turn(before, state, turn, request_key=request_key)
-    if answered_by != turn.turn_id:
-        earlier = store.get_turn(conversation_id, answered_by)
+    committed = store.commit_turn(before, state, turn, request_key=request_key)
+    if not committed.wrote:  # the key's first request made the turn (even one racing this, with this id)
+        earlier = store.get_turn(conversation_id, committed.turn_id)
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer
             raise StoreUnavailable()
         turn = earlier

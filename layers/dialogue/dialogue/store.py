@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -62,7 +62,7 @@ class ConversationStore(Protocol):
 
     def commit_turn(
         self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
-    ) -> int: ...
+    ) -> Committed: ...
 
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None: ...
 
@@ -73,6 +73,14 @@ class ConversationStore(Protocol):
     def record_screened_reply(
         self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime
     ) -> bool: ...
+
+
+class Committed(NamedTuple):
+    """What committing a turn did: the id of the turn that answers it, and whether this call wrote it
+    (False: the request's key had made that turn first, perhaps in a request racing this one)."""
+
+    turn_id: int
+    wrote: bool
 
 
 class StaffMessage(BaseModel):
@@ -252,11 +260,13 @@ class DynamoConversationStore:
 
     def commit_turn(
         self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
-    ) -> int:
-        """Write the turn and the new state in one transaction; return the id of the turn that answers it.
+    ) -> Committed:
+        """Write the turn and the new state in one transaction; say which turn answers it, and whether
+        this call wrote it.
 
-        That is `turn.turn_id`, unless `request_key` was already used in this conversation: then
-        nothing is written and the id is that of the turn the key made first. Raises
+        That is `turn`, written, unless `request_key` was already used in this conversation: then
+        nothing is written, and the turn is the one the key made first (which may have the same id,
+        when two requests with one key raced on one version). Raises
         ConcurrentTurnConflict when another turn changed the state first, and StoreUnavailable when
         DynamoDB failed or its answer was lost (then the turn may be stored: a retry with the same key
         finds it).
@@ -304,13 +314,13 @@ class DynamoConversationStore:
                 raise StoreUnavailable() from None
             codes = cancellation_codes(error)
             if request_key is not None and _code_at(codes, 2) == CONDITION_FAILED:
-                return self._turn_of_request(turn.conversation_id, request_key)
+                return Committed(self._turn_of_request(turn.conversation_id, request_key), wrote=False)
             if _code_at(codes, 0) == CONDITION_FAILED or TRANSACTION_CONFLICT in codes:
                 raise ConcurrentTurnConflict() from None
             raise StoreUnavailable() from None
         except BotoCoreError:
             raise StoreUnavailable() from None
-        return turn.turn_id
+        return Committed(turn.turn_id, wrote=True)
 
     def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
         response = self._get(conversation_id, request_sort_key(request_key))
