@@ -19,6 +19,7 @@ from devstack.faults import Fault
 from devstack.stack import LocalStack
 from dialogue.actions import Screen
 from dialogue.realize import RealizedReply, RealizeJob
+from dialogue.settings import get_settings
 
 CLEAN = "Should staff contact you by phone or by email?"
 HELD = "Should staff contact you by phone or by email? Your seat is guaranteed."  # a promise: held
@@ -361,6 +362,33 @@ def test_a_staff_message_rides_out_a_transaction_conflict_and_says_so_to_staff_w
     assert message == "Another change to this conversation came first; try again."
     page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
     assert [m["text"] for m in page["messages"] if m["source"] == "staff"] == ["Hello from the desk."]
+
+
+def test_a_draft_is_kept_until_decided_and_then_for_the_reply_retention(
+    stack: LocalStack, clock: list[datetime]
+) -> None:
+    conversation_id = new_conversation(stack)
+    held = generated(stack, conversation_id, INFORM_TURNS[0], HELD)
+
+    def reply_expires() -> datetime:
+        (item,) = [
+            i for i in stack.table_items()
+            if i["pk"]["S"] == f"CONV#{conversation_id}" and i["sk"]["S"].endswith(f"{held:06d}#REPLY")
+        ]  # fmt: skip
+        return datetime.fromtimestamp(int(item["expires_at"]["N"]), UTC)
+
+    settings = get_settings()
+    # Awaiting a check, the draft is kept as long as its turn, not REPLY_RETENTION_HOURS (24 h)
+    waiting = reply_expires() - datetime.now(UTC)
+    assert waiting > settings.reply_retention + timedelta(days=1)
+    assert abs(waiting - settings.retention) < timedelta(minutes=5)
+    # Decided ten days on (a Friday's draft read after a long weekend, and more), it is still there
+    clock[0] = clock[0] + timedelta(days=10)
+    staff(stack, "POST", f"{review(conversation_id, held)}/claim")
+    decided = staff(stack, "POST", f"{review(conversation_id, held)}/decision", {"decision": "approve"})
+    assert decided["item"]["draft"] == HELD
+    # and from the decision it is kept REPLY_RETENTION_HOURS more
+    assert abs(reply_expires() - (clock[0] + settings.reply_retention)) < timedelta(seconds=2)
 
 
 def test_a_rejection_with_a_correction_reaches_the_resident(stack: LocalStack) -> None:

@@ -260,7 +260,21 @@ class DynamoDeskStore(DynamoConversationStore):
             values[":reason"] = reason
         update = self._on_claimed(conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values)
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
-        return self._with_message(conversation_id, message, now, [update, audit], turn_id, queue, staff)
+        items = [update, audit]
+        # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
+        if "Item" in self._get(conversation_id, reply_sort_key(turn_id)):
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": self._item({"pk": partition_key(conversation_id), "sk": reply_sort_key(turn_id)}),
+                        "UpdateExpression": "SET expires_at = :expires",
+                        "ConditionExpression": "attribute_exists(pk)",
+                        "ExpressionAttributeValues": self._item({":expires": _epoch(now + self._reply_retention)}),
+                    }
+                }
+            )
+        return self._with_message(conversation_id, message, now, items, turn_id, queue, staff)
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
         """Post a staff message on a claimed, open hand-off."""

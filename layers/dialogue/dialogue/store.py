@@ -354,6 +354,10 @@ class DynamoConversationStore:
         draft = outcome.draft.model_dump(mode="json") if outcome.draft is not None else {}
         if draft and draft["text"] == outcome.final_reply:
             del draft["text"]
+        # A reply that awaits a person's check (it has a draft) is kept as long as its turn, so the draft is
+        # there when staff decide; the decision then keeps it REPLY_RETENTION_HOURS more
+        # (DynamoDeskStore.decide). A deadline's fallback, which no one checks, is kept that long now.
+        kept = self._retention if outcome.draft is not None else self._reply_retention
         reply_item = self._item(
             {
                 "pk": partition_key(conversation_id),
@@ -361,7 +365,7 @@ class DynamoConversationStore:
                 "reply": outcome.final_reply,
                 **{f"draft_{name}" if name == "text" else name: value for name, value in draft.items()},
                 "created_at": stored_time(now),
-                "expires_at": _epoch(now + self._reply_retention),
+                "expires_at": _epoch(now + kept),
             }
         )
         assignments = "#status = :final, reply_screen = :screen, human_review = :review, "
