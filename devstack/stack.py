@@ -346,7 +346,7 @@ def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None, visibility_ti
 
 def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     """The table and queues as template.yaml declares them (keys, queue index, stream, TTL, DLQs)."""
-    from dialogue.store import QUEUE_INDEX
+    from dialogue.store import OPEN_QUEUE, OPEN_QUEUE_INDEX, QUEUE_INDEX
 
     dynamodb.create_table(
         TableName=TABLE_NAME,
@@ -355,6 +355,7 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
             {"AttributeName": "pk", "AttributeType": "S"},
             {"AttributeName": "sk", "AttributeType": "S"},
             {"AttributeName": "queue", "AttributeType": "S"},
+            {"AttributeName": "open_queue", "AttributeType": "S"},
             {"AttributeName": "queued_at", "AttributeType": "S"},
         ],
         GlobalSecondaryIndexes=[
@@ -365,7 +366,15 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
                     {"AttributeName": "queued_at", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
-            }
+            },
+            {
+                "IndexName": OPEN_QUEUE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": OPEN_QUEUE, "KeyType": "HASH"},
+                    {"AttributeName": "queued_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
         ],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},

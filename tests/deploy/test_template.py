@@ -266,13 +266,16 @@ def test_staff_sign_in_is_cognito_with_the_group_the_function_checks(template: d
 def test_the_staff_function_lists_from_the_queue_index_and_never_changes_an_audit_item(
     template: dict[str, Any],
 ) -> None:
-    from dialogue.store import QUEUE_INDEX
+    from dialogue.store import OPEN_QUEUE_INDEX, QUEUE_INDEX
 
     statements = list(iam_statements(function_properties(template, "StaffApiFunction").get("Policies", [])))
     on_index = [
-        s for s in statements if "Fn::Sub" in s["Resource"] and f"/index/{QUEUE_INDEX}" in s["Resource"]["Fn::Sub"]
-    ]
+        s for s in statements
+        if any("Fn::Sub" in r and "/index/" in r["Fn::Sub"] for r in as_list(s["Resource"]))
+    ]  # fmt: skip
     assert [(s["Effect"], s["Action"]) for s in on_index] == [("Allow", ["dynamodb:Query"])]
+    indexes = {r["Fn::Sub"].rsplit("/index/", 1)[1] for r in as_list(on_index[0]["Resource"])}
+    assert indexes == {QUEUE_INDEX, OPEN_QUEUE_INDEX}
     assert not any("dynamodb:Scan" in as_list(s["Action"]) for s in statements)
     (deny,) = [s for s in statements if s["Effect"] == "Deny"]
     assert set(deny["Action"]) == {"dynamodb:UpdateItem", "dynamodb:DeleteItem"}

@@ -16,7 +16,7 @@ from uuid import uuid4
 import pytest
 
 from devstack.faults import Fault
-from devstack.stack import LocalStack
+from devstack.stack import TABLE_NAME, LocalStack
 from dialogue.actions import Screen
 from dialogue.realize import RealizedReply, RealizeJob
 from dialogue.settings import get_settings
@@ -146,6 +146,36 @@ def test_every_generated_reply_is_listed_with_what_a_reviewer_needs(stack: Local
     assert turns("action=inform") == [third]
     assert turns("order=newest") == [third, second, first]
     assert turns("review=approved") == []
+
+
+def test_ten_thousand_decided_items_do_not_hide_the_pending_one(stack: LocalStack) -> None:
+    """A tab asks for the 100 oldest pending items; decided items, however many and however old, are not in
+    the index it reads (DynamoDB applies a page's limit before its filter)."""
+    conversation_id = new_conversation(stack)
+    pending = generated(stack, conversation_id, INFORM_TURNS[0], CLEAN)
+    (template,) = [
+        i for i in stack.table_items()
+        if i["pk"]["S"] == f"CONV#{conversation_id}" and i["sk"]["S"] == f"TURN#{pending:06d}"
+    ]  # fmt: skip
+    # Ten thousand decided reviews, queued before it, as the staff function leaves them
+    decided = {**template, "human_review": {"S": "approved"}}
+    decided.pop("open_queue", None)
+    moments = [f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z" for n in range(10_000)]
+    items = [{**decided, "pk": {"S": f"CONV#{uuid4()}"}, "queued_at": {"S": moment}} for moment in moments]
+    for start in range(0, len(items), 25):
+        batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+        stack.dynamodb.batch_write_item(RequestItems={TABLE_NAME: batch})
+    # The console's first page of pending reviews holds the pending one, and only it
+    page = staff(stack, "GET", "/staff/reviews", query="review=pending&order=oldest&limit=100")
+    assert [(item["conversation_id"], item["turn_id"]) for item in page["items"]] == [(conversation_id, pending)]
+    assert page.get("next_cursor") is None
+    # And once decided, it leaves that index too: nothing is pending
+    staff(stack, "POST", f"{review(conversation_id, pending)}/claim")
+    staff(stack, "POST", f"{review(conversation_id, pending)}/decision", {"decision": "approve"})
+    assert staff(stack, "GET", "/staff/reviews", query="review=pending&limit=100")["items"] == []
+    # The decided ones are still listed by their own filter
+    approved = staff(stack, "GET", "/staff/reviews", query="review=approved&limit=100")
+    assert len(approved["items"]) == 100 and approved["next_cursor"]
 
 
 def test_pages_follow_their_cursor_to_the_end_without_repeats(stack: LocalStack) -> None:

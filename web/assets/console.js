@@ -125,9 +125,22 @@ async function showSignedIn() {
 
 // --- queues -----------------------------------------------------------------------------------------
 
+// A tab follows the API's cursors (a filtered page may be short and still have a next one), up to
+// MAX_PAGES pages; the badge then says "+" when more remain.
+const MAX_PAGES = 5;
+
 async function listOf(tab) {
   const { path, query } = TABS[tab];
-  return api("GET", `${path}?${query}`);
+  const items = [];
+  let cursor = null;
+  for (let pages = 0; pages < MAX_PAGES; pages += 1) {
+    const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+    const page = await api("GET", `${path}?${query}${after}`);
+    items.push(...page.items);
+    cursor = page.next_cursor || null;
+    if (!cursor) break;
+  }
+  return { items, next_cursor: cursor };
 }
 
 // Each badge counts the very page its tab lists: one read per queue serves both.

@@ -38,6 +38,8 @@ from dialogue.records import Draft, TurnRecord
 from dialogue.store import (
     CONDITION_FAILED,
     MESSAGE_PREFIX,
+    OPEN_QUEUE,
+    OPEN_QUEUE_INDEX,
     QUEUE_INDEX,
     STATE_SK,
     TRANSACTION_CONFLICT,
@@ -54,6 +56,11 @@ from dialogue.store import (
 )
 
 STAFF_COUNTER_SK = "STAFFMSG"
+OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
+    Queue.REVIEW: ("human_review", str(HumanReview.PENDING)),
+    Queue.HANDOFF: ("handoff_status", str(HandoffStatus.OPEN)),
+}
+"""The filter that asks a queue for its open items only, which the open-queue index answers."""
 AUDIT_PREFIX = "AUDIT#"
 AuditAction = Literal["claim", "release", "decision", "reply", "close"]
 
@@ -102,21 +109,29 @@ class DynamoDeskStore(DynamoConversationStore):
         cursor: str | None,
         where: Mapping[str, str | bool] | None = None,
     ) -> tuple[list[TurnRecord], str | None]:
-        """One page of a queue from the sparse index, and the cursor of the next page (None: no more).
+        """One page of a queue from a sparse index, and the cursor of the next page (None: no more).
 
         `where` keeps the items whose attributes equal the values given (a filter on the query: a page
-        may hold fewer than `limit` items and still have a next one)."""
-        names = {"#queue": "queue"}
+        may hold fewer than `limit` items and still have a next one). A page of the work still to do
+        (a pending review, an open hand-off) reads the open-queue index, which holds nothing else, so
+        no number of decided items comes before it."""
+        where = dict(where or {})
+        open_field, open_value = OPEN_ITEMS[queue]
+        open_only = where.get(open_field) == open_value
+        if open_only:
+            del where[open_field]
+        key_attribute = OPEN_QUEUE if open_only else "queue"
+        names = {"#queue": key_attribute}
         values: dict[str, Any] = {":queue": str(queue)}
         query: dict[str, Any] = {
             "TableName": self._table,
-            "IndexName": QUEUE_INDEX,
+            "IndexName": OPEN_QUEUE_INDEX if open_only else QUEUE_INDEX,
             "KeyConditionExpression": "#queue = :queue",
             "ScanIndexForward": not newest_first,
             "Limit": limit,
         }
         conditions = []
-        for number, (attribute, value) in enumerate(sorted((where or {}).items())):
+        for number, (attribute, value) in enumerate(sorted(where.items())):
             names[f"#f{number}"] = attribute
             values[f":f{number}"] = value
             conditions.append(f"#f{number} = :f{number}")
@@ -258,7 +273,9 @@ class DynamoDeskStore(DynamoConversationStore):
         if reason is not None:
             assignments += ", decision_reason = :reason"
             values[":reason"] = reason
-        update = self._on_claimed(conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values)
+        update = self._on_claimed(
+            conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values, leaves_queue=True
+        )
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
         items = [update, audit]
         # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
@@ -289,8 +306,9 @@ class DynamoDeskStore(DynamoConversationStore):
         queue = Queue.HANDOFF
         closing = "SET handoff_status = :closed, decided_by = :me, decided_at = :now"
         update = self._on_claimed(
-            conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)}
-        )
+            conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)},
+            leaves_queue=True,
+        )  # fmt: skip
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
         self._transact([update, audit], conversation_id, turn_id, queue, staff, now)
 
@@ -303,10 +321,12 @@ class DynamoDeskStore(DynamoConversationStore):
         now: datetime,
         assignments: str | None = None,
         values: dict[str, Any] | None = None,
+        *,
+        leaves_queue: bool = False,
     ) -> dict[str, Any]:
         """A transaction item on a turn that waits in `queue`, still needs work, and on which `staff` holds
-        a live claim: an Update that makes `assignments` and ends the claim, or (without assignments) a
-        ConditionCheck."""
+        a live claim: an Update that makes `assignments` and ends the claim (and, with `leaves_queue`,
+        takes the item out of the open-queue index), or (without assignments) a ConditionCheck."""
         body = {
             "TableName": self._table,
             "Key": self._turn_key(conversation_id, turn_id),
@@ -325,7 +345,8 @@ class DynamoDeskStore(DynamoConversationStore):
         }
         if assignments is None:
             return {"ConditionCheck": body}
-        return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE claimed_by, claim_expires_at"}}
+        removed = f"claimed_by, claim_expires_at{f', {OPEN_QUEUE}' if leaves_queue else ''}"
+        return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE {removed}"}}
 
     def audit_trail(self, conversation_id: UUID) -> list[dict[str, Any]]:
         """The conversation's audit items, oldest first."""

@@ -22,7 +22,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from dialogue.actions import Queue, in_screen_order
+from dialogue.actions import HandoffStatus, HumanReview, Queue, in_screen_order
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
 from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
@@ -145,7 +145,13 @@ TIMES = ("created_at", "finalized_at", "queued_at", "claim_expires_at", "decided
 """A TurnRecord's times, each kept as `stored_time`."""
 QUEUE_INDEX = "queue-index"
 """The table's sparse global secondary index: `queue` (partition) and `queued_at` (sort), on TURN items
-that wait in a staff queue only."""
+that are or were in a staff queue (decided and closed ones included: the figures and the filters read
+them)."""
+OPEN_QUEUE_INDEX = "open-queue-index"
+"""The sparse index of the work still to do: `open_queue` (partition) and `queued_at` (sort), on TURN items
+whose review is pending or whose hand-off is open. A decision or a close removes `open_queue`, so the item
+leaves it: a console tab's first page holds open items however many were decided before them."""
+OPEN_QUEUE = "open_queue"
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -160,6 +166,7 @@ def turn_from_item(item: Mapping[str, Any]) -> TurnRecord:
         raise ValueError("the item is not a TURN item")
     conversation_id = UUID(str(plain.pop("pk", "")).removeprefix("CONV#"))
     plain.pop("expires_at", None)
+    plain.pop(OPEN_QUEUE, None)
     fired = in_screen_order(plain.pop("screens_fired", ()))
     return TurnRecord.model_validate(
         {**plain, "screens_fired": fired, "conversation_id": conversation_id, "turn_id": int(number)}
@@ -212,8 +219,9 @@ class DynamoConversationStore:
     def turn_item(self, turn: TurnRecord) -> dict[str, Any]:
         """The TURN item: the ids live only in the keys; the screens that fired are a set of their names,
         absent while none has; a turn in a staff queue has `queue` and `queued_at`, the keys of the
-        table's sparse queue index."""
+        table's sparse queue index, and `open_queue` while it waits for a person (the open-queue index)."""
         values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "screens_fired", *TIMES})
+        waiting = turn.human_review is HumanReview.PENDING or turn.handoff_status is HandoffStatus.OPEN
         times = {name: stored_time(moment) for name in TIMES if (moment := getattr(turn, name)) is not None}
         return self._item(
             {
@@ -222,6 +230,7 @@ class DynamoConversationStore:
                 **values,
                 **times,
                 "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
+                OPEN_QUEUE: str(turn.queue) if turn.queue is not None and waiting else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
             }
         )
@@ -383,7 +392,7 @@ class DynamoConversationStore:
             values[":fired"] = {str(screen) for screen in outcome.screens_fired}
         names = {"#status": "status"}
         if outcome.draft is not None:  # a screened draft awaits a person's check: the review queue
-            assignments += ", #queue = :queue, queued_at = :now"
+            assignments += f", #queue = :queue, {OPEN_QUEUE} = :queue, queued_at = :now"
             values[":queue"] = str(Queue.REVIEW)
             names["#queue"] = "queue"
         # (A deadline's fallback has no draft and needs no review: human_review is "not applicable".)
