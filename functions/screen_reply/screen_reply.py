@@ -30,6 +30,7 @@ from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
 from dialogue.screens import deadline_outcome, decide
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
+from dialogue.state import DialogueState
 
 
 class ScreenQueueRecord(SqsRecordModel):
@@ -75,8 +76,12 @@ def screen_realized(realized: RealizedReply) -> None:
 
 
 def enforce_deadline(deadline: ReplyDeadline) -> None:
+    pack = get_pack()
+    _, unreadable = DialogueState.read_stored(pack.frame, deadline.slots)
+    if unreadable:  # a pack change since the turn: those slots read as unknown (counted, never a failure)
+        metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=len(unreadable))
     with logger.append_context_keys(conversation_id=str(deadline.conversation_id), turn_id=deadline.turn_id):
-        outcome = deadline_outcome(deadline, get_pack())
+        outcome = deadline_outcome(deadline, pack)
         now = datetime.now(UTC)
         stored = get_store().record_screened_reply(deadline.conversation_id, deadline.turn_id, outcome, now)
         if stored:

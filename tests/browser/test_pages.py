@@ -279,6 +279,29 @@ def test_an_idle_poll_in_flight_during_a_send_shows_no_message_twice(browser: Br
     assert len(replies) == 2 and len(set(replies)) == 2, replies
 
 
+def test_a_reply_that_never_comes_frees_the_box_after_a_bounded_wait(browser: Browser, served: Served) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.clock.install()  # the page's timers and Date run on a clock the test moves
+    page.goto(f"{served.url}/chat")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    # Every answer to /messages says a reply is still being prepared
+    page.route("**/messages?*", lambda route: route.fulfill(json={"messages": [], "next_after": 0, "waiting": True}))
+    page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    # Five seconds at a time (the longest pause between reads), past the 90 s bound, each read answered
+    # before the clock moves on (so no read outlives the page's own 8 s timeout)
+    for _ in range(20):
+        if not page.get_by_role("button", name="Send").is_disabled():
+            break
+        with page.expect_response("**/messages?*"):
+            page.clock.run_for(5000)
+    expect(page.get_by_role("alert")).to_be_hidden()
+    expect(page.get_by_role("status")).to_contain_text("The reply is taking longer than it should.")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
 def test_the_chat_reads_at_phone_width(browser: Browser, served: Served) -> None:
     resident = Resident(browser, served, width=390, height=844)
     resident.say("I want the forklift course.")

@@ -168,3 +168,28 @@ def test_a_confirm_must_say_a_slots_value_or_label_as_a_word(pack_copy: Path) ->
     assert action_slots_ok(reply.replace(".", ", with evening child care."), Action.CONFIRM, slots, desk)
     assert action_slots_ok(reply.replace("email", "emails") + " Yes.", Action.CONFIRM, slots, desk)
     assert not action_slots_ok(reply.replace("email", "e-mailbox") + " Yes.", Action.CONFIRM, slots, desk)
+
+
+def test_a_deadline_ends_its_turn_even_after_a_pack_change_removed_a_slot_value(pack: DomainPack) -> None:
+    """A turn stored before a pack change names a program the pack no longer has: its deadline still ends
+    it with the fallback (the value reads as unknown), where it raised and left the turn pending."""
+    from dialogue.realize import ReplyDeadline
+    from dialogue.screens import deadline_outcome
+
+    deadline = ReplyDeadline(
+        conversation_id=uuid4(), turn_id=3, action=Action.CONFIRM, due_at=datetime.now(UTC),
+        slots={"program": "welding", "childcare_needed": "unknown", "contact_channel": "email"},
+    )  # fmt: skip
+    outcome = deadline_outcome(deadline, pack)
+    assert outcome.fallback_used and outcome.screens_fired == (Screen.DEADLINE,)
+    assert "{" not in outcome.final_reply and "welding" not in outcome.final_reply
+
+
+def test_a_stored_state_is_read_under_todays_frame(pack: DomainPack) -> None:
+    stored = {"program": "welding", "contact_channel": "email", "reminder": "sms"}
+    state, changed = DialogueState.read_stored(pack.frame, stored, "schedule")
+    assert state.slots == {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "email"}
+    assert state.waiting_topic == "schedule"
+    assert changed == ("program", "childcare_needed", "reminder")
+    same = {"program": "forklift", "childcare_needed": "no", "contact_channel": "phone"}
+    assert DialogueState.read_stored(pack.frame, same) == (DialogueState(slots=same), ())

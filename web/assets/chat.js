@@ -9,6 +9,7 @@ const WAIT_NOTICE_MS = 1000; // after this long without a reply, say one is bein
 const FIRST_POLL_MS = 400;
 const LONGEST_POLL_MS = 5000;
 const IDLE_POLL_MS = 5000; // then keep listening for staff messages, more slowly
+const LONGEST_WAIT_MS = 90000; // past the desk's reply deadline (60 s): stop waiting, say so, free the box
 const KEPT = "desk-conversation";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MAX_CHARS = 1000;
@@ -187,6 +188,12 @@ async function readMessagesNow({ settle }) {
     state.after = page.next_after;
     if (!settle || !page.waiting) {
       setStatus("");
+      return;
+    }
+    if (Date.now() - started >= LONGEST_WAIT_MS) {
+      // The reply is late past every deadline: the box is free again, and the idle listening shows the
+      // reply (or a staff message) when it comes.
+      setStatus("The reply is taking longer than it should. It will appear here when it is ready; you can write meanwhile.");
       return;
     }
     if (Date.now() - started >= WAIT_NOTICE_MS) setStatus("A reply is being prepared");

@@ -78,6 +78,10 @@ def take_turn(
     if before.turn_count >= max_turns:
         raise TurnLimitReached()
     understanding = understand(text, pack)
+    # Read under today's pack: a slot value or waiting topic a pack change removed reads as unknown or none.
+    waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
+    current, _ = DialogueState.read_stored(pack.frame, before.state.slots, waiting)
+    before = before.model_copy(update={"state": current})
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
     handed_off = action in HANDED_OFF
@@ -115,7 +119,8 @@ def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
     """The reply of a fixed-text turn, rebuilt from its stored slots; None for a generated turn."""
     if turn.reply_source is not ReplySource.FIXED:
         return None
-    return fixed_reply(Action(turn.action), DialogueState.from_slots(pack.frame, turn.slots), pack, turn.topic)
+    state, _ = DialogueState.read_stored(pack.frame, turn.slots)
+    return fixed_reply(Action(turn.action), state, pack, turn.topic if pack.topic(turn.topic) else None)
 
 
 def view_turn(store: ConversationStore, pack: DomainPack, conversation_id: UUID, turn_id: int) -> TurnView:

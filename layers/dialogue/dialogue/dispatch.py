@@ -74,7 +74,7 @@ def dispatch_pending_turn(
         due_at=due_at,
     )
     queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))
-    state = DialogueState.from_slots(pack.frame, turn.slots)
+    state, _ = DialogueState.read_stored(pack.frame, turn.slots)
     queues.send_job(
         build_realize_job(
             conversation_id=turn.conversation_id,

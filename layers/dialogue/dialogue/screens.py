@@ -355,13 +355,14 @@ def _fallback(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ..
 
 @lru_cache(maxsize=1024)
 def _cached_fallback(key: _Same, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
-    return fixed_reply(action, DialogueState.from_slots(key.pack.frame, dict(slots)), key.pack)
+    return fixed_reply(action, DialogueState.read_stored(key.pack.frame, dict(slots))[0], key.pack)
 
 
 def deadline_outcome(deadline: ReplyDeadline, pack: DomainPack) -> ScreenOutcome:
     """What a turn still pending at its deadline shows: the fixed fallback. No model text was screened,
-    so nothing is held and no human check is pending."""
-    state = DialogueState.from_slots(pack.frame, deadline.slots)
+    so nothing is held and no human check is pending. Slots a pack change no longer allows read as
+    unknown (`DialogueState.read_stored`), so a deadline always ends its turn."""
+    state, _ = DialogueState.read_stored(pack.frame, deadline.slots)
     return ScreenOutcome(
         screens_fired=(Screen.DEADLINE,),
         fallback_used=True,

@@ -35,6 +35,24 @@ class DialogueState(BaseModel):
                 raise ValueError(f"stored slot {name} holds a value the frame does not allow")
         return cls(slots={name: slots[name] for name in frame.slot_names})
 
+    @classmethod
+    def read_stored(
+        cls, frame: Frame, slots: Mapping[str, str], waiting_topic: str | None = None
+    ) -> tuple[DialogueState, tuple[str, ...]]:
+        """A stored state read under today's frame, which a pack change may have altered since it was
+        written: a slot the frame has gained starts unknown, one it has lost is dropped, and a value it no
+        longer allows reads as unknown. Returns the state and the slots read so (to count: never raises)."""
+        read, changed = {}, []
+        for name in frame.slot_names:
+            value = slots.get(name, UNKNOWN)
+            if value not in frame.slot(name).values:
+                value = UNKNOWN
+            if value != slots.get(name):
+                changed.append(name)
+            read[name] = value
+        changed += sorted(set(slots) - set(frame.slot_names))
+        return cls(slots=read, waiting_topic=waiting_topic), tuple(changed)
+
     def get(self, slot: str) -> str:
         return self.slots[slot]
 
