@@ -282,6 +282,23 @@ def test_the_staff_function_lists_from_the_queue_index_and_never_changes_an_audi
     assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["AUDIT#*"]}}
 
 
+@pytest.mark.parametrize("function", ["TurnApiFunction", "ScreenReplyFunction"])
+def test_the_resident_side_roles_reach_conversation_partitions_only(template: dict[str, Any], function: str) -> None:
+    """The turn and screen functions may touch CONV# partitions alone: an audit item (AUDIT#) is beyond
+    them, whatever their code does, so only the staff function writes the audit."""
+    statements = list(iam_statements(function_properties(template, function).get("Policies", [])))
+
+    def on_conversations(resource: Any) -> bool:
+        return isinstance(resource, dict) and resource.get("Fn::GetAtt", [""])[0] == "ConversationTable"
+
+    on_table = [s for s in statements if any(on_conversations(r) for r in as_list(s["Resource"]))]
+    assert on_table, function
+    for statement in on_table:
+        assert statement["Effect"] == "Allow"
+        assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONV#*"]}}
+        assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem"} & set(as_list(statement["Action"]))
+
+
 def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any]) -> None:
     """Keys, key types, TTL attribute and stream of both tables are those devstack creates on moto, so every
     moto test runs against the deployed shape."""
