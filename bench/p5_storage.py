@@ -139,7 +139,7 @@ def main() -> int:
             f"{min(turn_sizes.values())}-{max(turn_sizes.values())}",
         ],
         [
-            "REPLY (generated turns; 24 h TTL)",
+            "REPLY (generated turns; kept until decided, then 24 h)",
             reply_sizes.get(1, "-"),
             reply_sizes.get(TURNS, "-"),
             f"{min(reply_sizes.values())}-{max(reply_sizes.values())}" if reply_sizes else "-",
@@ -273,7 +273,7 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     desk, staff = get_desk_store(), StaffMember(subject="s" * 128)
     desk.claim(conversation_id, turn.turn_id, Queue.REVIEW, staff, moment, timedelta(minutes=10))
     reason = max(pack.spec.staff.reason_codes, key=len)
-    desk.decide(conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None)
+    desk.decide(conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None, reply_kept=True)
     item: dict[str, Any] = stack.dynamodb.get_item(
         TableName=TABLE_NAME,
         Key={"pk": {"S": partition_key(conversation_id)}, "sk": {"S": turn_sort_key(turn.turn_id)}},

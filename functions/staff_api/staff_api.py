@@ -251,9 +251,11 @@ def decide(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[
     review = desk.decided_review(request, pack)
     correction = desk.checked_staff_text(request.correction, pack) if request.correction is not None else None
     turn = store.queued_turn(conversation_id, turn_id, Queue.REVIEW)
-    _, draft = store.drafts([turn]).get((conversation_id, turn_id), (None, None))
+    reply, draft = store.drafts([turn]).get((conversation_id, turn_id), (None, None))
     message = desk.message_for_decision(review, correction, turn, draft)
-    posted = store.decide(conversation_id, turn_id, _staff(), _now(), review, request.reason, message)
+    posted = store.decide(
+        conversation_id, turn_id, _staff(), _now(), review, request.reason, message, reply_kept=reply is not None
+    )
     _log("decision", Queue.REVIEW, conversation_id, turn_id, outcome=str(review), reason=request.reason)
     metrics.add_metric(name=f"StaffDecision_{review}", unit=MetricUnit.Count, value=1)
     sent = _posted(conversation_id, posted)

@@ -113,6 +113,13 @@ class Staff:
         self.page.get_by_role("button", name="Record decision").click()
 
 
+def held_desk(server_factory: Callable[..., Served], tmp_path: Path) -> Served:
+    """A desk whose model drafts a promise for every conversation's first turn: a screen holds it."""
+    canned = tmp_path / "held.csv"
+    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
+    return server_factory("--realizer", f"canned:{canned}")
+
+
 def contrast(page: Page, selector: str) -> float:
     """The WCAG contrast ratio of an element's text colour against its background colour."""
     colours = page.eval_on_selector(
@@ -337,9 +344,7 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
     browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
 ) -> None:
     # Given a desk whose model drafts a promise for every conversation's first turn: a screen holds it
-    canned = tmp_path / "held.csv"
-    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
-    server = server_factory("--realizer", f"canned:{canned}")
+    server = held_desk(server_factory, tmp_path)
     resident = Resident(browser, server)
     resident.say("I want the forklift course.")
     assert resident.assistant_replies()[-1] != HELD_DRAFT  # the fallback was shown
@@ -480,9 +485,7 @@ def test_a_reload_keeps_the_conversation_and_a_staff_reply_still_reaches_it(
 def test_approving_a_held_reply_sends_the_resident_the_approved_draft(
     browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
 ) -> None:
-    canned = tmp_path / "held.csv"
-    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
-    server = server_factory("--realizer", f"canned:{canned}")
+    server = held_desk(server_factory, tmp_path)
     resident = Resident(browser, server)
     resident.say("I want the forklift course.")
     staff = Staff(browser, server)
@@ -541,9 +544,7 @@ def test_text_typed_before_claim_survives_the_claim(browser: Browser, server_fac
 def test_a_correction_is_neither_dropped_nor_sent_unasked(
     browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
 ) -> None:
-    canned = tmp_path / "held.csv"
-    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
-    server = server_factory("--realizer", f"canned:{canned}")
+    server = held_desk(server_factory, tmp_path)
     resident = Resident(browser, server)
     resident.say("I want the forklift course.")
     staff = Staff(browser, server)

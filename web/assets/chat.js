@@ -110,9 +110,12 @@ async function startConversation() {
 
 // Back to a kept conversation: its replies and staff messages from the start (never the resident's words).
 async function restore(conversationId) {
+  state.conversationId = conversationId;
+  state.after = 0;
   try {
-    await request("GET", `/conversations/${conversationId}/messages?after=0`);
+    await readMessages({ settle: false });
   } catch (error) {
+    state.conversationId = null;
     if (error instanceof ApiError && error.status === 404) {
       sessionStorage.removeItem(KEPT);
       return false;
@@ -120,13 +123,10 @@ async function restore(conversationId) {
     showProblem(error, startConversation);
     return true;
   }
-  state.conversationId = conversationId;
-  state.after = 0;
   keep(conversationId);
   view.restoredNote.hidden = false;
   view.send.disabled = false;
   setStatus("");
-  await readMessages({ settle: false });
   return true;
 }
 

@@ -510,8 +510,7 @@ async function reloadItem() {
   } catch (error) {
     problem(error);
   }
-  await refreshCounts().catch(problem);
-  if (state.tab in TABS) await renderQueue(state.tab).catch(problem);
+  await refreshQueues().catch(problem); // one read per queue: the badges, and the open tab's list
 }
 
 async function decide(form) {

@@ -264,9 +264,12 @@ class DynamoDeskStore(DynamoConversationStore):
         review: HumanReview,
         reason: str | None,
         message: str | None,
+        *,
+        reply_kept: bool,
     ) -> StaffMessage | None:
         """Record a decision on a claimed review item, and post what it sends the resident (a correction,
-        or an approved draft: `desk.message_for_decision`), in one transaction."""
+        or an approved draft: `desk.message_for_decision`), in one transaction. `reply_kept`: the turn's
+        REPLY item is there (the caller read it with the draft), so its retention runs from now."""
         queue = Queue.REVIEW
         values: dict[str, Any] = {":review": str(review)}
         assignments = "human_review = :review, decided_by = :me, decided_at = :now"
@@ -279,7 +282,7 @@ class DynamoDeskStore(DynamoConversationStore):
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
         items = [update, audit]
         # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
-        if "Item" in self._get(conversation_id, reply_sort_key(turn_id)):
+        if reply_kept:
             items.append(
                 {
                     "Update": {
