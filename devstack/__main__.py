@@ -8,6 +8,7 @@ token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API 
 eval FILE.csv [FILE.csv ...] [--json] [--goal F] a labelled set scored against the desk's understanding
 new-pack NAME [DIR]                          write a starter desk (no other desk's words) to DIR
 check-pack PATH                              every check the tests run on data/*, on a pack anywhere
+verify-audit                                 a desk session's audit chains verified, then two rewrites caught
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
 it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
@@ -252,6 +253,17 @@ def _check_pack(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _verify_audit(args: argparse.Namespace) -> int:
+    from devstack.desk_walk import DeskWalkError
+    from devstack.verify_audit import run
+
+    try:
+        return run(sys.stdout)
+    except DeskWalkError as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 1
+
+
 def _pack_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pack",
@@ -278,6 +290,25 @@ def _understanding_option(parser: argparse.ArgumentParser) -> None:
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model id for the qwen and vllm realizers (default: Qwen2.5-1.5B-Instruct)")
     parser.add_argument("--revision", help="model revision (default: the pinned Qwen revision)")
+
+
+def _month(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from devstack.month import MonthPlan, simulate_month
+
+    plan = MonthPlan.small() if args.small else MonthPlan()
+    changes = {name: value for name, value in (("days", args.days), ("seed", args.seed)) if value is not None}
+    plan = dataclasses.replace(plan, **changes)
+    if plan.days < 1 or max(plan.outage_day, plan.dispatch_failure_day, plan.pack_change_day) >= plan.days:
+        print("The plan needs at least as many days as its last fault's day; use more --days.", file=sys.stderr)
+        return 2
+    from dialogue.pack import pack_dir_for
+
+    pack = pack_dir_for(args.pack).resolve() if args.pack else None
+    report = simulate_month(plan, pack, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(report.render())
+    return 0 if report.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -354,6 +385,24 @@ def main(argv: list[str] | None = None) -> int:
                        help="a group claim, repeatable (default: desk-staff); --group '' for none")  # fmt: skip
     token.add_argument("--minutes", type=_minutes, default=60, help="lifetime in minutes (default: 60)")
     token.set_defaults(run=_token)
+
+    audit = commands.add_parser(
+        "verify-audit", help="verify a local desk session's audit, then show a rewritten audit item caught"
+    )
+    audit.set_defaults(run=_verify_audit)
+
+    month = commands.add_parser(
+        "month", help="simulate a desk's first month on a moving clock, with faults, and check what it left"
+    )
+    month.add_argument("--days", type=int, help="simulated days (default: 30; --small: 9)")
+    month.add_argument("--small", action="store_true", help="the small plan `make test` runs: 9 days, few residents")
+    month.add_argument("--seed", type=int, help="the random seed of residents and staff (default: 24)")
+    month.add_argument(
+        "--pack",
+        metavar="DIR",
+        help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
+    )
+    month.set_defaults(run=_month)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

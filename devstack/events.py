@@ -25,6 +25,7 @@ STAFF_ROUTES = (
     ("GET", "/staff/handoffs"),
     ("GET", "/staff/stats"),
     ("GET", "/staff/desk"),
+    ("GET", "/staff/audit"),
     *(("GET", f"/staff/{queue}/{{conversation_id}}/{{turn_id}}") for queue in ("reviews", "handoffs")),
     *(("POST", f"/staff/{queue}/{{conversation_id}}/{{turn_id}}/{verb}") for queue in ("reviews", "handoffs")
       for verb in ("claim", "release")),

@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from unittest import mock
 
@@ -29,16 +30,21 @@ from devstack.auth import JwtAuthorizer, LocalIssuer
 from devstack.events import FakeLambdaContext, http_event, sqs_event
 from devstack.faults import FaultInjector
 from devstack.moto_transactions import light_transaction_snapshots
+from devstack.reads import ItemReads
 from devstack.streams import StreamMapping
 
 REGION = "us-east-1"
 TABLE_NAME = "devstack-conversations"
 IDEMPOTENCY_TABLE_NAME = "devstack-idempotency"
+AUDIT_BUCKET = "devstack-audit"  # the audit's WORM copy (template.yaml's AuditBucket), under Object Lock
+AUDIT_RETENTION_DAYS = 365  # the bucket's default COMPLIANCE retention: AuditRetentionDays' default
 MAX_RECEIVE_COUNT = 5
 # The queues' visibility timeouts in template.yaml (a test checks they agree).
 REALIZE_VISIBILITY_TIMEOUT = 30
 SCREEN_VISIBILITY_TIMEOUT = 30
 STREAM_BATCH_SIZE = 10  # the dispatch mapping's BatchSize in template.yaml
+STREAM_MAX_RECORD_AGE = 3600  # its MaximumRecordAgeInSeconds: then a record goes to DispatchFailureQueue
+SWEEP_INTERVAL = 300  # the sweeper's schedule in template.yaml: rate(5 minutes)
 
 _ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -48,6 +54,7 @@ _ENVIRONMENT = {
     "AWS_DEFAULT_REGION": REGION,
     "TABLE_NAME": TABLE_NAME,
     "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE_NAME,
+    "AUDIT_BUCKET": AUDIT_BUCKET,
     "POWERTOOLS_SERVICE_NAME": "devstack",
     "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDeskLocal",
     "POWERTOOLS_TRACE_DISABLED": "true",
@@ -81,18 +88,42 @@ class Queue:
 
 
 class QueueClock:
-    """moto's SQS clock (delays and visibility timeouts), which `advance` moves forward."""
+    """The stack's one clock: moto's SQS clock (delays and visibility timeouts) and the handlers' clock
+    (dialogue.clock), which `advance` moves forward together.
 
-    def __init__(self) -> None:
+    By default it is the system's time plus what `advance` added. Given a `start`, it begins at `start`
+    instead and runs on at the real pace (moto's SQS needs time to move between a send and a receive), so
+    a simulation's hours and days pass only through `advance`.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
         self.offset_ms = 0
         self._real = moto.sqs.models.unix_time_millis  # type: ignore[attr-defined]
+        self._shift_ms = start.timestamp() * 1000 - float(self._real()) if start is not None else 0.0
 
     def now_ms(self, *args: Any) -> float:
-        return float(self._real(*args)) + self.offset_ms
+        if args:  # moto converting a given time: not the clock
+            return float(self._real(*args))
+        return float(self._real()) + self._shift_ms + self.offset_ms
+
+    def now_s(self) -> float:
+        return self.now_ms() / 1000
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.now_ms() / 1000, UTC)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        with mock.patch.object(moto.sqs.models, "unix_time_millis", self.now_ms):
+        """moto's SQS reads this clock in milliseconds (delays, visibility) and in seconds (a message's
+        retention); the handlers through dialogue.clock."""
+        from dialogue.clock import use_clock
+
+        seconds = moto.sqs.models.unix_time  # type: ignore[attr-defined]
+        with (
+            mock.patch.object(moto.sqs.models, "unix_time_millis", self.now_ms),
+            mock.patch.object(moto.sqs.models, "unix_time", lambda *args: seconds(*args) if args else self.now_s()),
+            use_clock(self.now),
+        ):
             yield
 
 
@@ -109,6 +140,7 @@ class LocalStack:
     screen_queue: Queue
     realize_dlq: Queue
     screen_dlq: Queue
+    dispatch_failures: Queue
     realizer: Any
     issuer: LocalIssuer
     authorizer: JwtAuthorizer
@@ -116,6 +148,10 @@ class LocalStack:
     sent_messages: list[dict[str, str]] = field(default_factory=list)
     # API conversation id -> a label of the caller's (a scripted conversation id), for canned replies.
     labels: dict[str, str] = field(default_factory=dict)
+    last_sweep_ms: float | None = None
+    # The DynamoDB items every client reads, counted inside `stack.reads.counting()` (devstack.reads).
+    reads: ItemReads = field(default_factory=ItemReads)
+    s3: Any = None  # the audit bucket's client (AUDIT_BUCKET)
 
     # --- the turn API -----------------------------------------------------------------------------
 
@@ -214,6 +250,30 @@ class LocalStack:
             if failed:
                 return handled
 
+    def run_sweeper(self) -> dict[str, Any]:
+        """One scheduled run of the sweeper Lambda (EventBridge Scheduler's invocation); its summary."""
+        import sweep_turns
+
+        with self._captured():
+            result: dict[str, Any] = sweep_turns.lambda_handler({}, FakeLambdaContext(function_name="sweep_turns"))
+        return result
+
+    def run_for(self, seconds: float, *, step: float = 30, realizer: bool = True) -> None:
+        """Let `seconds` of the stack's time pass, `step` at a time, as AWS would run it: each step the
+        stream and screen mappings deliver what is due and the worker realizes what is queued (not
+        while `realizer` is False: an outage), and the sweeper runs every SWEEP_INTERVAL seconds."""
+        end = self.clock.offset_ms + round(seconds * 1000)
+        while True:
+            while self.run_dispatch() or (realizer and self.run_realizer()) or self.run_screen_function():
+                pass
+            now = self.clock.now_ms()
+            if self.last_sweep_ms is None or now - self.last_sweep_ms >= SWEEP_INTERVAL * 1000:
+                self.run_sweeper()
+                self.last_sweep_ms = now
+            if self.clock.offset_ms >= end:
+                return
+            self.clock.offset_ms += min(round(step * 1000), end - self.clock.offset_ms)
+
     def realized_replies(self) -> dict[tuple[str, int], Any]:
         """Every RealizedReply sent to the screen queue so far, by (conversation id, turn id)."""
         from pydantic import ValidationError
@@ -256,7 +316,8 @@ class LocalStack:
         pending = []
         for item in self.table_items():
             sort_key = item["sk"]["S"]
-            if sort_key.startswith("TURN#") and not sort_key.endswith("#REPLY") and item["status"]["S"] == "pending":
+            turn = item["pk"]["S"].startswith("CONV#") and sort_key.startswith("TURN#") and "#REPLY" not in sort_key
+            if turn and item["status"]["S"] == "pending":
                 pending.append((item["pk"]["S"].removeprefix("CONV#"), int(sort_key.removeprefix("TURN#"))))
         return sorted(pending)
 
@@ -346,7 +407,7 @@ def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None, visibility_ti
 
 def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     """The table and queues as template.yaml declares them (keys, queue index, stream, TTL, DLQs)."""
-    from dialogue.store import OPEN_QUEUE, OPEN_QUEUE_INDEX, QUEUE_INDEX
+    from dialogue.store import OPEN_QUEUE, OPEN_QUEUE_INDEX, PENDING_TURN, PENDING_TURN_INDEX, QUEUE_INDEX
 
     dynamodb.create_table(
         TableName=TABLE_NAME,
@@ -357,6 +418,8 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
             {"AttributeName": "queue", "AttributeType": "S"},
             {"AttributeName": "open_queue", "AttributeType": "S"},
             {"AttributeName": "queued_at", "AttributeType": "S"},
+            {"AttributeName": PENDING_TURN, "AttributeType": "S"},
+            {"AttributeName": "created_at", "AttributeType": "S"},
         ],
         GlobalSecondaryIndexes=[
             {
@@ -372,6 +435,14 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
                 "KeySchema": [
                     {"AttributeName": OPEN_QUEUE, "KeyType": "HASH"},
                     {"AttributeName": "queued_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": PENDING_TURN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": PENDING_TURN, "KeyType": "HASH"},
+                    {"AttributeName": "created_at", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
             },
@@ -394,6 +465,7 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     realize_dlq = _create_queue(sqs, "devstack-realize-dlq")
     screen_dlq = _create_queue(sqs, "devstack-screen-dlq")
     return {
+        "dispatch_failures": _create_queue(sqs, "devstack-dispatch-failures"),
         "realize_dlq": realize_dlq,
         "screen_dlq": screen_dlq,
         "realize_queue": _create_queue(sqs, "devstack-realize", realize_dlq.arn, REALIZE_VISIBILITY_TIMEOUT),
@@ -401,14 +473,48 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     }
 
 
+def create_audit_bucket(s3: Any, bucket: str = AUDIT_BUCKET) -> None:
+    """The audit bucket as template.yaml declares it: Object Lock (so versioning) with a default COMPLIANCE
+    retention, public access blocked, encrypted. moto keeps a locked version from deletion as S3 does."""
+    s3.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    s3.put_object_lock_configuration(
+        Bucket=bucket,
+        ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled",
+            "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": AUDIT_RETENTION_DAYS}},
+        },
+    )
+    s3.put_public_access_block(
+        Bucket=bucket,
+        PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
+        },
+    )
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+        },
+    )
+
+
 @contextlib.contextmanager
 def local_stack(
-    realizer: str = "template", engine: Any = None, *, model: str | None = None, revision: str | None = None
+    realizer: str = "template",
+    engine: Any = None,
+    *,
+    model: str | None = None,
+    revision: str | None = None,
+    start: datetime | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto, create the resources, point the handlers at them, and yield the stack.
 
     `realizer` names the engine (see devstack.realizers), with `model` and `revision` for the model
-    engines; `engine` passes one already built.
+    engines; `engine` passes one already built. With `start`, the clock stands at that time until
+    advanced (QueueClock).
     """
     from devstack.realizers import build_realizer
     from dialogue.dispatch import PENDING_TURN_INSERTS
@@ -417,16 +523,21 @@ def local_stack(
 
     labels: dict[str, str] = {}
     engine = engine if engine is not None else build_realizer(realizer, labels, model=model, revision=revision)
-    saved = {name: os.environ.get(name) for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL")}
+    saved = {
+        name: os.environ.get(name)
+        for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL", "DISPATCH_FAILURE_QUEUE_URL")
+    }
     os.environ.update(_ENVIRONMENT)
     sent: list[dict[str, str]] = []
-    clock = QueueClock()
+    clock = QueueClock(start)
     try:
         with mock_aws(), clock.installed(), light_transaction_snapshots():
             # A fresh default session, so the hook below reaches every client the handlers create.
             boto3.setup_default_session(region_name=REGION)
             faults = FaultInjector()
             faults.install(boto3.DEFAULT_SESSION.events)  # type: ignore[union-attr]
+            reads = ItemReads()
+            reads.install(boto3.DEFAULT_SESSION.events)  # type: ignore[union-attr]
             boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
                 "provide-client-params.sqs.SendMessageBatch",
                 lambda params, **_: sent.extend(
@@ -440,8 +551,12 @@ def local_stack(
             dynamodb = boto3.client("dynamodb", region_name=REGION)
             sqs = boto3.client("sqs", region_name=REGION)
             queues = create_resources(dynamodb, sqs)
+            s3 = boto3.client("s3", region_name=REGION)
+            create_audit_bucket(s3)
+            service_sqs = boto3.session.Session(region_name=REGION).client("sqs")
             os.environ["REALIZE_QUEUE_URL"] = queues["realize_queue"].url
             os.environ["SCREEN_QUEUE_URL"] = queues["screen_queue"].url
+            os.environ["DISPATCH_FAILURE_QUEUE_URL"] = queues["dispatch_failures"].url
             reset_caches()
             worker = RealizerWorker(
                 sqs,
@@ -460,6 +575,12 @@ def local_stack(
                 handler=_dispatch_handler,
                 filter_pattern=PENDING_TURN_INSERTS,
                 batch_size=STREAM_BATCH_SIZE,
+                max_record_age_seconds=STREAM_MAX_RECORD_AGE,
+                clock=lambda: clock.now_ms() / 1000,
+                # Lambda's service sends the on-failure record, outside the faults injected into the functions.
+                on_failure=lambda record: service_sqs.send_message(
+                    QueueUrl=queues["dispatch_failures"].url, MessageBody=json.dumps(record)
+                ),
             )
             issuer = LocalIssuer.load()
             yield LocalStack(
@@ -468,6 +589,7 @@ def local_stack(
                 stream=stream,
                 clock=clock,
                 faults=faults,
+                reads=reads,
                 realizer=worker,
                 issuer=issuer,
                 authorizer=JwtAuthorizer(issuer.jwks()),
@@ -475,8 +597,10 @@ def local_stack(
                 screen_queue=queues["screen_queue"],
                 realize_dlq=queues["realize_dlq"],
                 screen_dlq=queues["screen_dlq"],
+                dispatch_failures=queues["dispatch_failures"],
                 sent_messages=sent,
                 labels=labels,
+                s3=s3,
             )
     finally:
         reset_caches()

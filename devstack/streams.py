@@ -6,6 +6,11 @@ EventBridge matcher applies it), and hands the rest to the handler in batches, a
 records. With ReportBatchItemFailures the handler names the records that failed; as Lambda does,
 the shard's position moves to the first of them and the batch from there is delivered again on the
 next poll. A handler that raises fails its whole batch, which is delivered again too.
+
+With `max_record_age_seconds` (the template's MaximumRecordAgeInSeconds), a record still failing that
+long after its first failure is given up on, as Lambda gives up on a record that old: the rest of its
+batch is described to `on_failure` (Lambda's on-failure record: the shard, the sequence numbers, no
+data) and the shard moves past it.
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ class StreamMapping:
     positions: dict[str, tuple[str, str]] = field(default_factory=dict)
     delivered: int = 0
     failed_batches: int = 0
+    max_record_age_seconds: float | None = None
+    clock: Callable[[], float] | None = None  # seconds, the stack's clock
+    on_failure: Callable[[dict[str, Any]], None] | None = None
+    given_up: int = 0
+    first_failed: dict[str, float] = field(default_factory=dict)  # sequence number -> time of first failure
 
     def __post_init__(self) -> None:
         self._matcher = EventPattern.load(json.dumps(self.filter_pattern))
@@ -85,14 +95,42 @@ class StreamMapping:
             batch = matching[start : start + self.batch_size]
             failed = self._invoke(batch)
             if failed is not None:
-                self.positions[shard_id] = ("AT_SEQUENCE_NUMBER", failed)
                 self.failed_batches += 1
-                return taken
+                if not self._too_old(failed):
+                    self.positions[shard_id] = ("AT_SEQUENCE_NUMBER", failed)
+                    return taken
+                self._give_up(shard_id, [r for r in batch if int(r["dynamodb"]["SequenceNumber"]) >= int(failed)])
+                continue
             taken += len(batch)
             self.delivered += len(batch)
         if records:  # records the filter dropped are passed over too, as Lambda passes them
             self.positions[shard_id] = ("AFTER_SEQUENCE_NUMBER", str(records[-1]["dynamodb"]["SequenceNumber"]))
         return taken
+
+    def _too_old(self, sequence: str) -> bool:
+        if self.max_record_age_seconds is None or self.clock is None:
+            return False
+        first = self.first_failed.setdefault(sequence, self.clock())
+        return self.clock() - first >= self.max_record_age_seconds
+
+    def _give_up(self, shard_id: str, records: list[dict[str, Any]]) -> None:
+        """Lambda's on-failure record for records past their age: where they were, never what."""
+        self.given_up += len(records)
+        if self.on_failure is None or not records:
+            return
+        self.on_failure(
+            {
+                "requestContext": {"condition": "RecordAgeExceeded", "approximateInvokeCount": 1},
+                "version": "1.0",
+                "DDBStreamBatchInfo": {
+                    "shardId": shard_id,
+                    "startSequenceNumber": str(records[0]["dynamodb"]["SequenceNumber"]),
+                    "endSequenceNumber": str(records[-1]["dynamodb"]["SequenceNumber"]),
+                    "batchSize": len(records),
+                    "streamArn": self.stream_arn,
+                },
+            }
+        )
 
     def _invoke(self, batch: list[dict[str, Any]]) -> str | None:
         """Run the handler on a batch; the sequence number to deliver again from, or None if all went well."""

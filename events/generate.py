@@ -75,6 +75,10 @@ ENV_PLACEHOLDERS = {
     "StaffApiFunction": {
         "TABLE_NAME": "ConversationTableName",
     },
+    "SweepTurnsFunction": {
+        "TABLE_NAME": "ConversationTableName",
+        "DISPATCH_FAILURE_QUEUE_URL": "DispatchFailureQueueUrl",
+    },
 }
 
 # The claims API Gateway's JWT authorizer passes on for a staff member's Cognito access token (every
@@ -309,6 +313,8 @@ def build_events() -> Iterator[tuple[str, Any]]:
     )
     yield "sqs-screen-deadline.json", _sqs([("screen-deadline", _deadline(pending[DISPATCHED_TURN]))])
     yield from _staff_events()
+    # EventBridge Scheduler's invocation of the sweeper: the schedule sets no input, and the sweeper reads none.
+    yield "schedule-sweep-turns.json", {}
     yield "api-get-messages.json", _http("get-messages", "GET", f"{conversation}/messages", query="after=0")
     yield "api-get-turn.json", _http("get-turn", "GET", f"{conversation}/turns/{clean_turn}")
     yield "api-get-conversation.json", _http("get-conversation", "GET", conversation)

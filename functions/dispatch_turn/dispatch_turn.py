@@ -8,7 +8,6 @@ error, and a record that keeps failing goes to the on-failure queue, where an al
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,6 +16,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from dialogue import clock
 from dialogue.dispatch import dispatch_pending_turn, is_pending_turn_insert
 from dialogue.factory import get_dispatch_queues
 from dialogue.observability import logger, metrics, tracer
@@ -39,7 +39,7 @@ def dispatch_record(record: DynamoDBRecord) -> None:
             turn,
             queues=get_dispatch_queues(),
             pack=get_pack(),
-            now=datetime.now(UTC),
+            now=clock.now(),
             reply_deadline=get_settings().reply_deadline,
         )
         logger.info("turn dispatched", action=str(turn.action))

@@ -12,7 +12,6 @@ to the dead-letter queue; the rest of its batch succeeds.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -22,6 +21,7 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ConfigDict, Json
 
+from dialogue import clock
 from dialogue.actions import ReplyScreen
 from dialogue.factory import get_store
 from dialogue.observability import logger, metrics, tracer
@@ -56,7 +56,7 @@ def screen_realized(realized: RealizedReply) -> None:
     job = realized.job
     with logger.append_context_keys(conversation_id=str(job.conversation_id), turn_id=job.turn_id):
         outcome = decide(realized, get_pack(), get_settings().screen_profile)
-        now = datetime.now(UTC)
+        now = clock.now()
         stored = get_store().record_screened_reply(job.conversation_id, job.turn_id, outcome, now)
         logger.info(
             "reply screened",
@@ -82,7 +82,7 @@ def enforce_deadline(deadline: ReplyDeadline) -> None:
         metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=len(unreadable))
     with logger.append_context_keys(conversation_id=str(deadline.conversation_id), turn_id=deadline.turn_id):
         outcome = deadline_outcome(deadline, pack)
-        now = datetime.now(UTC)
+        now = clock.now()
         stored = get_store().record_screened_reply(deadline.conversation_id, deadline.turn_id, outcome, now)
         if stored:
             logger.warning("reply deadline passed: fallback stored", action=str(deadline.action))

@@ -3,14 +3,18 @@ decisions, staff messages and the desk's figures.
 
 Every route sits behind the HTTP API's JWT authorizer (signature, issuer, client, expiry); this
 function also checks the staff group, which the authorizer cannot. Lists come from the table's sparse
-queue index, never a Scan. Every claim, release, decision, reply and close appends an audit item.
+queue index, never a Scan. Every claim, release, decision, reply and close appends an audit item: the
+next link of that turn's hash chain (dialogue.audit_chain: each link holds the hash of the one before),
+in the same transaction as the change, then copied once to the WORM audit bucket (S3 Object Lock; a
+failed copy is logged and counted as AuditCopyFailed, never the request's failure). `GET /staff/audit`
+shows a turn's trail, oldest first, and whether its chain verifies.
 Staff text is kept only as staff messages and never logged; resident text is never here at all.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -21,7 +25,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dialogue import desk
+from dialogue import audit_chain, clock, desk
 from dialogue.actions import Queue, ReplyScreen
 from dialogue.api import (
     BODY_UNREADABLE,
@@ -45,6 +49,8 @@ from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
 from dialogue.store import StaffMessage
 from staff_models import (
+    AuditEntry,
+    AuditTrail,
     ClaimReleased,
     ClaimTaken,
     Decided,
@@ -76,10 +82,12 @@ HandedOffAction = Annotated[
     Literal["refuse", "abstain_hand_off", "hand_off"] | None, Query(description="Only hand-offs for this action.")
 ]
 Status = Annotated[Literal["open", "closed"] | None, Query(description="Only open or closed hand-offs.")]
+AuditConversation = Annotated[UUID, Query(description="The conversation the turn belongs to.")]
+AuditTurn = Annotated[int, Query(ge=1, le=999_999, description="The turn's number, from 1.")]
 
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 def _staff() -> StaffMember:
@@ -254,7 +262,15 @@ def decide(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[
     reply, draft = store.drafts([turn]).get((conversation_id, turn_id), (None, None))
     message = desk.message_for_decision(review, correction, turn, draft)
     posted = store.decide(
-        conversation_id, turn_id, _staff(), _now(), review, request.reason, message, reply_kept=reply is not None
+        conversation_id,
+        turn_id,
+        _staff(),
+        _now(),
+        review,
+        request.reason,
+        message,
+        reply_kept=reply is not None,
+        turn=turn,
     )
     _log("decision", Queue.REVIEW, conversation_id, turn_id, outcome=str(review), reason=request.reason)
     metrics.add_metric(name=f"StaffDecision_{review}", unit=MetricUnit.Count, value=1)
@@ -316,6 +332,55 @@ def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: 
     )
 
 
+# --- the audit ------------------------------------------------------------------------------------------
+
+
+@app.get(
+    "/staff/audit",
+    responses={
+        **success(HTTPStatus.OK, AuditTrail, "The turn's audit trail, oldest first, and whether it verifies."),
+        **errors(400, 401, 403),
+    },
+)
+def audit_trail(conversation_id: AuditConversation, turn_id: AuditTurn) -> AuditTrail:
+    links = _store().audit_trail(conversation_id, turn_id)
+    problems = audit_chain.verify_chain(links, now=_now().timestamp())
+    if problems:
+        logger.warning(
+            "audit chain does not verify",
+            conversation_id=str(conversation_id),
+            turn_id=turn_id,
+            problems=len(problems),
+        )
+        metrics.add_metric(name="AuditChainBroken", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="StaffAuditTrailsRead", unit=MetricUnit.Count, value=1)
+    me = _staff().subject
+    entries = [_audit_entry(link, me) for link in sorted(links, key=lambda link: int(link.get("seq") or 0))]
+    return AuditTrail(conversation_id=conversation_id, turn_id=turn_id, items=entries, verified=not problems)
+
+
+def _audit_entry(link: dict[str, Any], me: str) -> AuditEntry:
+    """A link as the trail shows it; a changed link whose fields are no longer of their kind still shows."""
+
+    def text(name: str) -> str | None:
+        value = link.get(name)
+        return None if value is None else str(value)
+
+    try:
+        at = datetime.fromisoformat(str(link.get("at")))
+    except ValueError:
+        at = None
+    return AuditEntry(
+        at=at,
+        staff=text("staff") or "",
+        mine=link.get("staff") == me,
+        action=text("action") or "",
+        outcome=text("outcome"),
+        reason=text("reason"),
+        hash=text("hash") or "",
+    )
+
+
 # --- the desk and its figures ----------------------------------------------------------------------------
 
 
@@ -345,8 +410,9 @@ def desk_info() -> DeskInfo:
     responses={**success(HTTPStatus.OK, DeskStats, "The desk's figures, also emitted as metrics."), **errors(401, 403)},
 )
 def stats() -> DeskStats:
-    store = _store()
-    figures = desk.desk_stats(list(store.whole_queue(Queue.REVIEW)), list(store.whole_queue(Queue.HANDOFF)))
+    """The figures from the desk's counters and the open-queue index: four requests, however many items
+    were ever decided (dialogue.desk's statistics)."""
+    figures = desk.stats_from_counters(_store().desk_counters())
     _emit(figures)
     return figures
 
@@ -381,7 +447,7 @@ _BODY_FIELDS = {"decision", "reason", "correction", "text"}
 def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
     """One sentence for the first problem, chosen from where it is, never from what was sent."""
     location, kind = problem_at(problems)
-    if location[:1] == ("path",):
+    if location[:1] == ("path",) or location[1:2] in (("conversation_id",), ("turn_id",)):
         if location[1:2] == ("conversation_id",):
             return "invalid_conversation_id", "The conversation id must be a UUID."
         return "invalid_turn_id", "The turn id must be a whole number from 1."

@@ -76,6 +76,28 @@ class Decided(BaseModel):
     message: MessagePosted | None = None
 
 
+class AuditEntry(BaseModel):
+    """One link of an item's audit trail: when, who (a staff subject), what. Never text."""
+
+    at: datetime | None  # None only where a changed link holds no time (the trail then does not verify)
+    staff: str
+    mine: bool  # whether the signed-in staff member took this step
+    action: str  # claim, release, decision, reply or close
+    outcome: str | None = None  # a decision's review: approved, rejected or corrected
+    reason: str | None = None  # a rejection's reason code
+    hash: str  # the link's SHA-256, which the next link's prev_hash repeats
+
+
+class AuditTrail(BaseModel):
+    """An item's audit trail, oldest first; `verified`: its hash chain is whole (no link changed, missing or
+    out of order). An item no one has acted on has an empty trail."""
+
+    conversation_id: UUID
+    turn_id: int
+    items: list[AuditEntry]
+    verified: bool
+
+
 errors = error_responses(
     {
         400: "Malformed request: an id that is not well formed, a query parameter out of range, or a body "

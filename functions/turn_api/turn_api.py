@@ -7,7 +7,7 @@ echo the request.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from http import HTTPStatus
 from typing import Annotated, Any
 from uuid import UUID
@@ -35,7 +35,7 @@ from api_models import (
     errors,
     success,
 )
-from dialogue import conversation, idempotency
+from dialogue import clock, conversation, idempotency
 from dialogue.actions import TurnStatus
 from dialogue.api import BODY_UNREADABLE, ErrorCode, body_read_as_json, install_error_handlers, problem_at
 from dialogue.errors import DialogueError, InvalidIdempotencyKey, RetryInProgress, StoreUnavailable
@@ -60,7 +60,7 @@ DEADLINE_GRACE = timedelta(seconds=30)
 
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 @app.post(
@@ -148,6 +148,8 @@ def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
     # One metric for every request action, whatever a desk names its slots: the dashboard is every desk's.
     counted = "Action_request" if turn.action.is_request else f"Action_{turn.action}"
     metrics.add_metric(name=counted, unit=MetricUnit.Count, value=1)
+    if view.unreadable:  # a pack change since the conversation's last turn: those slots read as unknown
+        metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=len(view.unreadable))
     accepted = TurnAccepted(
         conversation_id=conversation_id,
         turn_id=turn.turn_id,

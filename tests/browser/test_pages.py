@@ -624,6 +624,43 @@ def test_signing_out_signs_out_every_tab_and_releases_the_claims(
     expect(ben.page.locator("#queue li").first).to_contain_text("unclaimed")
 
 
+def test_the_open_item_shows_its_trail_of_who_did_what_and_that_it_verifies(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    server = server_factory()
+    Resident(browser, server).say("Can I talk to a person?")
+    ana = Staff(browser, server, "ana")
+    ana.open_first("Hand-offs")
+    trail = ana.page.locator("#item-trail")
+    expect(trail.get_by_role("heading", name="Trail", level=3)).to_be_visible()
+    expect(trail).to_contain_text("No one has acted on this item yet.")
+    # Each step joins the trail, oldest first, as the item is drawn again after it
+    ana.claim()
+    ana.page.get_by_role("button", name="Release").click()
+    expect(ana.said()).to_have_text("Released.")
+    ana.claim()
+    ana.page.get_by_label("Reply to the resident").fill(STAFF_REPLY)
+    ana.page.get_by_role("button", name="Send reply").click()
+    expect(ana.said()).to_have_text("Reply sent to the resident.")
+    ana.page.get_by_role("button", name="Close hand-off").click()
+    expect(ana.said()).to_have_text("Hand-off closed.")
+    table = ana.page.get_by_role("table", name="Who did what to this item, oldest first")
+    expect(table.get_by_role("columnheader")).to_have_text(["When", "Who", "What"])
+    rows = table.locator("tbody tr")
+    expect(rows.locator("td:nth-child(3)")).to_have_text(
+        ["Claimed", "Released", "Claimed", "Replied to the resident", "Closed"]
+    )
+    expect(rows.locator("td:nth-child(2)")).to_have_text(["You"] * 5)
+    stamp = rows.first.locator("time").get_attribute("datetime") or ""
+    assert stamp[:4].isdigit() and "T" in stamp  # a machine-readable time, shown in the reader's own words
+    expect(ana.page.locator("#trail-verified")).to_have_text(
+        "Verified: each step is chained to the one before, and none was changed or removed."
+    )
+    # The trail holds who, when and what: never the reply's words
+    assert STAFF_REPLY not in (trail.text_content() or "")
+    assert serious_violations(ana.page) == []
+
+
 @pytest.fixture(autouse=True)
 def _close_contexts(browser: Browser) -> Iterator[None]:
     yield

@@ -26,12 +26,14 @@ FUNCTIONS = {
     "StaffApiFunction": {"CodeUri": "functions/staff_api/", "Handler": "staff_api.lambda_handler"},
     "DispatchTurnFunction": {"CodeUri": "functions/dispatch_turn/", "Handler": "dispatch_turn.lambda_handler"},
     "ScreenReplyFunction": {"CodeUri": "functions/screen_reply/", "Handler": "screen_reply.lambda_handler"},
+    "SweepTurnsFunction": {"CodeUri": "functions/sweep_turns/", "Handler": "sweep_turns.lambda_handler"},
 }
 SERVICE_NAMES = {
     "TurnApiFunction": "turn_api",
     "StaffApiFunction": "staff_api",
     "DispatchTurnFunction": "dispatch_turn",
     "ScreenReplyFunction": "screen_reply",
+    "SweepTurnsFunction": "sweep_turns",
 }
 REQUIRED_ENV = {
     "TurnApiFunction": {
@@ -51,6 +53,14 @@ REQUIRED_ENV = {
         "LOG_LEVEL",
     },
     "ScreenReplyFunction": {"TABLE_NAME", "DOMAIN_PACK_DIR", "REPLY_RETENTION_HOURS", "SCREEN_PROFILE", "LOG_LEVEL"},
+    "SweepTurnsFunction": {
+        "TABLE_NAME",
+        "DOMAIN_PACK_DIR",
+        "REPLY_DEADLINE_SECONDS",
+        "SWEEP_GRACE_SECONDS",
+        "DISPATCH_FAILURE_QUEUE_URL",
+        "LOG_LEVEL",
+    },
     "StaffApiFunction": {
         "TABLE_NAME",
         "DOMAIN_PACK_DIR",
@@ -58,6 +68,7 @@ REQUIRED_ENV = {
         "CLAIM_SECONDS",
         "STAFF_MESSAGE_RETENTION_DAYS",
         "AUDIT_RETENTION_DAYS",
+        "AUDIT_BUCKET",
         "LOG_LEVEL",
     },
 }
@@ -282,7 +293,31 @@ def test_the_staff_function_lists_from_the_queue_index_and_never_changes_an_audi
     assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["AUDIT#*"]}}
 
 
-@pytest.mark.parametrize("function", ["TurnApiFunction", "ScreenReplyFunction"])
+def test_the_staff_function_queries_the_table_for_the_figures_partition_alone(template: dict[str, Any]) -> None:
+    """The figures' last days are one Query on the table (dialogue.desk_store.desk_counters): the role may
+    query the table itself only under the STATS leading key (or another statement's own leading keys)."""
+    from dialogue.desk_store import STATS_PK
+
+    statements = list(iam_statements(function_properties(template, "StaffApiFunction").get("Policies", [])))
+    (stats,) = [s for s in statements if s.get("Sid") == "ReadStats"]
+    assert (stats["Effect"], stats["Action"]) == ("Allow", ["dynamodb:Query"])
+    assert stats["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [STATS_PK]}}
+
+    def the_table(resource: Any) -> bool:
+        return isinstance(resource, dict) and resource.get("Fn::GetAtt", [""])[0] == "ConversationTable"
+
+    on_table = [
+        s
+        for s in statements
+        if "dynamodb:Query" in as_list(s["Action"]) and any(the_table(r) for r in as_list(s["Resource"]))
+    ]
+    assert stats in on_table
+    for statement in on_table:
+        ((operator, keys),) = statement["Condition"].items()
+        assert operator.startswith("ForAllValues:") and list(keys) == ["dynamodb:LeadingKeys"]
+
+
+@pytest.mark.parametrize("function", ["TurnApiFunction", "ScreenReplyFunction", "SweepTurnsFunction"])
 def test_the_resident_side_roles_reach_conversation_partitions_only(template: dict[str, Any], function: str) -> None:
     """The turn and screen functions may touch CONV# partitions alone: an audit item (AUDIT#) is beyond
     them, whatever their code does, so only the staff function writes the audit."""
@@ -925,8 +960,8 @@ def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[s
     """Per function, exactly the conversation-table actions its code path needs: the turn API reads (a
     conversation's messages by a Query on its partition) and puts items in one transaction (it never
     updates: reads do not write); the screen function updates a TURN and puts its REPLY; the staff
-    function reads items and writes claims, decisions, messages and audit items in transactions; the
-    dispatch function touches no table."""
+    function reads items and writes claims, decisions, messages and audit items in transactions, and
+    queries audit partitions (an item's trail); the dispatch function touches no table."""
     needed = {
         "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"},
         "StaffApiFunction": {
@@ -935,9 +970,12 @@ def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[s
             "dynamodb:UpdateItem",
             "dynamodb:PutItem",
             "dynamodb:ConditionCheckItem",
+            "dynamodb:Query",
         },
         "ScreenReplyFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         "DispatchTurnFunction": set(),
+        # It finalizes as the screen function does (an Update and a Put in a transaction), reads no item.
+        "SweepTurnsFunction": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
     }
     for name, actions in needed.items():
         granted = {
@@ -999,3 +1037,30 @@ def test_the_served_pages_are_the_published_ones() -> None:
     assert {f"/{key}": path for key, path in publish.PAGES.items()} == {
         route: ROOT / "web" / relative for route, relative in PAGES.items()
     }
+
+
+def test_the_sweeper_runs_every_five_minutes_on_the_pending_turn_index_and_is_alarmed(template: dict[str, Any]) -> None:
+    """EventBridge Scheduler runs the sweeper at the interval devstack simulates; it queries only the
+    pending-turn index, which the table declares as devstack does; any turn it finalizes raises an alarm."""
+    from devstack.stack import SWEEP_INTERVAL
+    from dialogue.store import PENDING_TURN, PENDING_TURN_INDEX
+
+    props = function_properties(template, "SweepTurnsFunction")
+    (event,) = props["Events"].values()
+    assert event["Type"] == "ScheduleV2"
+    assert event["Properties"]["ScheduleExpression"] == f"rate({SWEEP_INTERVAL // 60} minutes)"
+    statements = list(iam_statements(props["Policies"]))
+    (query,) = [s for s in statements if "dynamodb:Query" in as_list(s["Action"])]
+    assert query["Resource"] == {"Fn::Sub": f"${{ConversationTable.Arn}}/index/{PENDING_TURN_INDEX}"}
+    indexes = {
+        index["IndexName"]: [key["AttributeName"] for key in index["KeySchema"]]
+        for index in template["Resources"]["ConversationTable"]["Properties"]["GlobalSecondaryIndexes"]
+    }
+    assert indexes[PENDING_TURN_INDEX] == [PENDING_TURN, "created_at"]
+    alarm = template["Resources"]["StuckTurnsFinalizedAlarm"]["Properties"]
+    assert (alarm["MetricName"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        "StuckTurnsFinalized",
+        0,
+        "GreaterThanThreshold",
+    )
+    assert dimension(alarm, "service") == SERVICE_NAMES["SweepTurnsFunction"]

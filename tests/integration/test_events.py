@@ -32,6 +32,7 @@ FUNCTION_OF_PREFIX = {
     "staff-": "StaffApiFunction",
     "stream-": "DispatchTurnFunction",
     "sqs-": "ScreenReplyFunction",
+    "schedule-": "SweepTurnsFunction",
 }
 
 
@@ -80,6 +81,7 @@ SEQUENCE = (
     "staff-close-handoff.json",
     "staff-stats.json",
     "staff-not-in-group.json",
+    "schedule-sweep-turns.json",
     "api-get-messages.json",
     "api-get-turn.json",
     "api-get-conversation.json",
@@ -108,6 +110,7 @@ class Deployment:
             "IdempotencyTableName": IDEMPOTENCY_TABLE,
             "RealizeQueueUrl": stack.realize_queue.url,
             "ScreenQueueUrl": stack.screen_queue.url,
+            "DispatchFailureQueueUrl": stack.dispatch_failures.url,
         }
         self.environment = {
             function: {name: fill_placeholder(value, outputs) for name, value in variables.items()}
@@ -158,6 +161,14 @@ class Deployment:
         self.used.append(name)
         return result
 
+    def schedule(self, name: str) -> dict[str, Any]:
+        import sweep_turns
+
+        assert function_for(name) == "SweepTurnsFunction"
+        result: dict[str, Any] = sweep_turns.lambda_handler(load(name), FakeLambdaContext("sweep_turns"))
+        self.used.append(name)
+        return result
+
     def turn_item(self, turn_id: int) -> dict[str, Any]:
         from dialogue.store import partition_key, turn_sort_key
 
@@ -201,7 +212,13 @@ def test_env_json_names_each_function_and_only_its_declared_variables() -> None:
     assert template is not None and not matches
     global_variables = template["Globals"]["Function"]["Environment"]["Variables"]
     env = load("env.json")
-    assert set(env) == {"TurnApiFunction", "StaffApiFunction", "DispatchTurnFunction", "ScreenReplyFunction"}
+    assert set(env) == {
+        "TurnApiFunction",
+        "StaffApiFunction",
+        "DispatchTurnFunction",
+        "ScreenReplyFunction",
+        "SweepTurnsFunction",
+    }
     for function, variables in env.items():
         properties = template["Resources"][function]["Properties"]
         declared = {*global_variables, *properties.get("Environment", {}).get("Variables", {})}
@@ -307,6 +324,10 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     assert body["handoffs"] == {"open": 2, "closed": 1}
     code, body = deployment.staff("staff-not-in-group.json")
     assert (code, body["error"]) == (403, "NotStaff")
+
+    # The sweeper's scheduled run: every turn is final by now, so it finalizes none and clears nothing.
+    summary = deployment.schedule("schedule-sweep-turns.json")
+    assert (summary["finalized"], summary["complete"], summary["dispatch_failures_cleared"]) == (0, True, 0)
 
     # Reads: the resident's messages end with the two staff messages, after the seven replies.
     code, body, _ = deployment.api("api-get-messages.json")

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
 from uuid import uuid4
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from dialogue.actions import Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
+from dialogue.actions import Action, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
 from dialogue.desk import (
+    CLOSED,
+    WAIT_BUCKETS,
+    DayOfDecisions,
     DecisionRequest,
+    DeskCounters,
+    DeskStats,
     StaffMember,
+    bucket_percentile,
     checked_staff_text,
     claim_view,
     claimed_groups,
     decided_review,
-    desk_stats,
+    decision_counters,
     message_for_decision,
     percentile,
     staff_member,
+    stats_from_counters,
+    wait_counter,
 )
 from dialogue.errors import (
     CorrectionRequired,
@@ -58,11 +69,6 @@ def reviewed(
         queued_at=T0,
         decided_at=T0 + timedelta(seconds=waited_s) if waited_s is not None else None,
     )
-
-
-def handed_off(status: HandoffStatus) -> TurnRecord:
-    turn = reviewed(HumanReview.NOT_APPLICABLE)
-    return turn.model_copy(update={"queue": Queue.HANDOFF, "handoff_status": status, "action": Action.HAND_OFF})
 
 
 # --- decisions -------------------------------------------------------------------------------------------
@@ -166,19 +172,39 @@ def test_percentile_is_the_nearest_rank(values: list[float], fraction: float, ex
     assert percentile(values, fraction) == expected
 
 
+def figures(decided: list[TurnRecord], *, pending: int = 0, open_handoffs: int = 0, closed: int = 0) -> DeskStats:
+    """The figures from the counters that the decisions on `decided` (each as its turn records it) add to,
+    as the store adds to them: in TOTAL and in the decision's day."""
+    total: Counter[str] = Counter({CLOSED: closed})
+    days: dict[date, Counter[str]] = {}
+    for turn in decided:
+        assert turn.decided_at is not None
+        names = decision_counters(turn, turn.human_review, turn.decided_at)
+        total.update(names)
+        days.setdefault(turn.decided_at.date(), Counter()).update(names)
+    counters = DeskCounters(
+        total=dict(total),
+        days=[(day, dict(days[day])) for day in sorted(days)],
+        pending_reviews=pending,
+        open_handoffs=open_handoffs,
+    )
+    return stats_from_counters(counters)
+
+
 def test_the_desks_figures_on_known_decisions() -> None:
-    reviews = [
+    decided = [
         reviewed(HumanReview.CORRECTED, held=True, fired=(Screen.PROMISE_WORDS,), waited_s=10),
         reviewed(HumanReview.APPROVED, waited_s=20),
         reviewed(HumanReview.APPROVED, held=True, fired=(Screen.NUMERALS,), waited_s=30),
         reviewed(HumanReview.REJECTED, waited_s=100),
-        reviewed(HumanReview.PENDING),
     ]
-    stats = desk_stats(reviews, [handed_off(HandoffStatus.OPEN), handed_off(HandoffStatus.CLOSED)])
+    stats = figures(decided, pending=1, open_handoffs=1, closed=1)
     assert stats.reviews == {"pending": 1, "approved": 2, "rejected": 1, "corrected": 1}
     assert stats.handoffs == {"open": 1, "closed": 1}
-    assert (stats.decided, stats.seconds_to_decision_median, stats.seconds_to_decision_p90) == (4, 25.0, 100.0)
-    assert stats.shown_as_drafted_share == pytest.approx(3 / 5)
+    # The median (20 s, nearest rank) and the p90 (100 s) as the bounds of their buckets (up to 30 s, 120 s)
+    assert (stats.decided, stats.seconds_to_decision_median, stats.seconds_to_decision_p90) == (4, 30.0, 120.0)
+    assert stats.shown_as_drafted_share == pytest.approx(2 / 4)  # of the decided; the held two were replaced
+    assert stats.decisions_per_day == [DayOfDecisions(day=T0.date(), approved=2, rejected=1, corrected=1)]
     overall = stats.screens_overall
     assert (overall.held, overall.held_rejected_share, overall.passed, overall.passed_rejected_share) == (
         2,
@@ -195,10 +221,39 @@ def test_the_desks_figures_on_known_decisions() -> None:
 
 
 def test_figures_with_nothing_decided_say_so() -> None:
-    stats = desk_stats([reviewed(HumanReview.PENDING)], [])
+    stats = figures([], pending=1)
     assert (stats.decided, stats.seconds_to_decision_median, stats.seconds_to_decision_p90) == (0, None, None)
     assert stats.screens_overall.held_rejected_share is None and stats.screens_overall.passed == 0
-    assert desk_stats([], []).shown_as_drafted_share is None
+    assert stats.shown_as_drafted_share is None and stats.decisions_per_day == []
+    assert stats.reviews["pending"] == 1
+
+
+def test_waits_fall_in_fixed_buckets_bounds_included() -> None:
+    assert [wait_counter(seconds) for seconds in (0, 10, 10.001, 30, 2_592_000)] == [
+        "wait_le_10", "wait_le_10", "wait_le_30", "wait_le_30", "wait_le_2592000"
+    ]  # fmt: skip
+    assert wait_counter(2_592_000.5) == "wait_over_2592000"
+    assert bucket_percentile({"wait_over_2592000": 3}, 0.5) == WAIT_BUCKETS[-1]  # longer: the last bound
+    assert bucket_percentile({}, 0.5) is None
+
+
+@given(st.lists(st.floats(min_value=0, max_value=4e6, allow_nan=False), min_size=1, max_size=60))
+def test_a_bucket_percentile_is_the_bound_of_the_exact_ones_bucket(waits: list[float]) -> None:
+    histogram = Counter(wait_counter(wait) for wait in waits)
+    for fraction in (0.5, 0.9):
+        exact = percentile(waits, fraction)
+        bound = min((b for b in WAIT_BUCKETS if exact <= b), default=WAIT_BUCKETS[-1])
+        assert bucket_percentile(histogram, fraction) == bound
+
+
+def test_a_decision_counts_on_its_own_day() -> None:
+    late = reviewed(HumanReview.APPROVED, waited_s=15 * 3600)  # queued at 09:00, decided the next day
+    stats = figures([late, reviewed(HumanReview.REJECTED, waited_s=60)])
+    assert stats.decisions_per_day == [
+        DayOfDecisions(day=T0.date(), rejected=1),
+        DayOfDecisions(day=T0.date() + timedelta(days=1), approved=1),
+    ]
+    assert stats.seconds_to_decision_p90 == 86400  # 15 h: the bucket up to a day
 
 
 def test_the_pack_refuses_repeated_reason_codes(pack: DomainPack) -> None:

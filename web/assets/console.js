@@ -285,7 +285,8 @@ async function openItem(tab, conversationId, turnId) {
   clearProblem();
   const path = itemPath(tab, conversationId, turnId);
   const item = await api("GET", path);
-  state.item = { tab, path, item };
+  state.item = { tab, path, item, trail: null };
+  state.item.trail = await trailOf(item);
   renderItem();
   $("item-panel").hidden = false;
   $("item-panel").scrollIntoView({ block: "start" });
@@ -478,7 +479,76 @@ function focusAfter(step) {
 
 function renderItem() {
   const { tab, item } = state.item;
-  $("item-panel").replaceChildren(...(tab === "handoffs" ? handoffView(item) : reviewView(item)));
+  $("item-panel").replaceChildren(...(tab === "handoffs" ? handoffView(item) : reviewView(item)), trailView());
+}
+
+// --- an item's audit trail --------------------------------------------------------------------------
+
+const TRAIL_ACTIONS = {
+  claim: "Claimed",
+  release: "Released",
+  decision: "Decided",
+  reply: "Replied to the resident",
+  close: "Closed",
+};
+
+// The item's trail (GET /staff/audit), or null when it cannot be read now: the item still shows.
+async function trailOf(item) {
+  const query = `conversation_id=${encodeURIComponent(item.conversation_id)}&turn_id=${encodeURIComponent(item.turn_id)}`;
+  try {
+    return await api("GET", `/staff/audit?${query}`);
+  } catch {
+    return null;
+  }
+}
+
+function trailWho(entry) {
+  return entry.mine ? "You" : `Colleague ${entry.staff.slice(0, 8)}`;
+}
+
+function trailWhat(entry) {
+  const done = TRAIL_ACTIONS[entry.action] || entry.action;
+  if (entry.action !== "decision" || !entry.outcome) return done;
+  return `${done}: ${entry.outcome}${entry.reason ? ` (reason: ${entry.reason.replaceAll("_", " ")})` : ""}`;
+}
+
+// Who did what to the open item, oldest first, and whether its hash chain verifies. Text only.
+function trailView() {
+  const trail = state.item.trail;
+  const parts = [el("h3", { id: "trail-heading", text: "Trail" })];
+  if (!trail) {
+    parts.push(el("p", { text: "The trail could not be read just now; it shows again with the next update." }));
+  } else if (!trail.items.length) {
+    parts.push(el("p", { text: "No one has acted on this item yet." }));
+  } else {
+    parts.push(
+      el(
+        "table",
+        { class: "figures trail", id: "trail" },
+        el("caption", { class: "visually-hidden", text: "Who did what to this item, oldest first" }),
+        el("thead", {}, el("tr", {}, ...["When", "Who", "What"].map((name) => el("th", { scope: "col", text: name })))),
+        el(
+          "tbody",
+          {},
+          ...trail.items.map((entry) => el(
+            "tr",
+            {},
+            el("td", {}, entry.at ? el("time", { datetime: entry.at, text: when(entry.at) }) : "unknown"),
+            el("td", { text: trailWho(entry) }),
+            el("td", { text: trailWhat(entry) }),
+          )),
+        ),
+      ),
+      el("p", {
+        id: "trail-verified",
+        class: trail.verified ? "notice" : "notice error",
+        text: trail.verified
+          ? "Verified: each step is chained to the one before, and none was changed or removed."
+          : "This trail does not verify: a step was changed or removed after it was recorded. Tell the desk's administrator.",
+      }),
+    );
+  }
+  return el("section", { id: "item-trail", "aria-labelledby": "trail-heading" }, ...parts);
 }
 
 // The item view is drawn again after every action, so its outcome is announced only once the new view
@@ -506,6 +576,7 @@ async function act(method, path, body, done, step) {
 async function reloadItem() {
   try {
     state.item.item = await api("GET", state.item.path);
+    state.item.trail = await trailOf(state.item.item);
     renderItem();
   } catch (error) {
     problem(error);

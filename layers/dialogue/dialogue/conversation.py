@@ -32,6 +32,8 @@ class TurnView(BaseModel):
 
     turn: TurnRecord
     reply: str | None
+    # Stored slots a pack change no longer allows, read as unknown by this turn (counted by the turn API).
+    unreadable: tuple[str, ...] = ()
 
 
 def new_conversation(conversation_id: UUID, pack: DomainPack, now: datetime) -> ConversationRecord:
@@ -80,7 +82,7 @@ def take_turn(
     understanding = understand(text, pack)
     # Read under today's pack: a slot value or waiting topic a pack change removed reads as unknown or none.
     waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
-    current, _ = DialogueState.read_stored(pack.frame, before.state.slots, waiting)
+    current, unreadable = DialogueState.read_stored(pack.frame, before.state.slots, waiting)
     before = before.model_copy(update={"state": current})
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
@@ -112,7 +114,7 @@ def take_turn(
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer
             raise StoreUnavailable()
         turn = earlier
-    return TurnView(turn=turn, reply=_fixed_text(turn, pack))
+    return TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=unreadable)
 
 
 def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
@@ -164,26 +166,60 @@ def messages(store: ConversationStore, pack: DomainPack, conversation_id: UUID, 
     In order means: the reply to turn 1, the staff messages posted after turn 1, the reply to turn 2, and
     so on. The list stops before the first reply still being prepared, so it only ever grows at its end:
     a page that has seen `after` messages asks for the rest with `after` and misses none.
+
+    Read from the end, so a poll costs the same in a long conversation as in a short one. With T turns
+    and S staff messages (the STATE item's turn count and the STAFFMSG counter), the reply to turn t is
+    message t + (the number of the last staff message posted before turn t), and staff message n, posted
+    after turn a, is message a + n. Once every turn is final there are T + S messages, so a poll that has
+    seen them all costs those two reads. Otherwise the turns and the staff messages are read backwards
+    (a few items a page) and merged, newest first, down to message `after`: everything up to `after` was
+    final when the client saw it and stays final. The numbering is the one the whole conversation gives.
     """
-    load_conversation(store, conversation_id)
-    thread = store.thread(conversation_id)
-    staff_after: dict[int, list[Message]] = {}
-    for note in sorted(thread.staff, key=lambda m: (m.after_turn, m.number)):
-        staff_after.setdefault(note.after_turn, []).append(
-            Message(
-                index=0, source="staff", turn_id=note.after_turn, about_turn=note.about_turn, text=note.text, at=note.at
+    turn_count = load_conversation(store, conversation_id).turn_count
+    staff_count = store.staff_message_count(conversation_id)
+    if after == turn_count + staff_count:  # all seen: every turn is final (an unseen one would be counted)
+        return MessagePage(messages=[], next_after=after, waiting=False)
+    turns = store.turns_backwards(conversation_id, turn_count) if turn_count else iter(())
+    notes = store.staff_messages_backwards(conversation_id, turn_count) if staff_count else iter(())
+    turn_head, note_head = next(turns, None), next(notes, None)
+    newest_first: list[Message] = []
+    last: int | None = None  # the index of the conversation's last message
+    first_pending: int | None = None  # the index the first reply still being prepared will have
+    while turn_head is not None or note_head is not None:
+        if note_head is not None and (turn_head is None or note_head.after_turn >= turn_head[0].turn_id):
+            index = note_head.after_turn + note_head.number
+            message = Message(
+                index=index,
+                source="staff",
+                turn_id=note_head.after_turn,
+                about_turn=note_head.about_turn,
+                text=note_head.text,
+                at=note_head.at,
             )
-        )
-    shown: list[Message] = list(staff_after.get(0, []))
-    waiting = False
-    for turn in sorted(thread.turns, key=lambda t: t.turn_id):
-        if turn.status is TurnStatus.PENDING:
-            waiting = True
+            pending = False
+        else:
+            assert turn_head is not None
+            turn, reply = turn_head
+            index = turn.turn_id + (note_head.number if note_head is not None else 0)
+            pending = turn.status is TurnStatus.PENDING
+            text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else reply
+            # A generated reply is kept REPLY_RETENTION_HOURS; after that its place stays, so indexes never shift.
+            at = turn.finalized_at or turn.created_at
+            message = Message(index=index, source="assistant", turn_id=turn.turn_id, text=text or EXPIRED_REPLY, at=at)
+        last = index if last is None else last
+        if index <= after:
             break
-        text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else thread.replies.get(turn.turn_id)
-        # A generated reply is kept REPLY_RETENTION_HOURS; after that its place stays, so indexes never shift.
-        at = turn.finalized_at or turn.created_at
-        shown.append(Message(index=0, source="assistant", turn_id=turn.turn_id, text=text or EXPIRED_REPLY, at=at))
-        shown.extend(staff_after.get(turn.turn_id, []))
-    numbered = [message.model_copy(update={"index": index}) for index, message in enumerate(shown, start=1)]
-    return MessagePage(messages=numbered[after:], next_after=len(numbered), waiting=waiting)
+        if pending:  # the list stops before it: what came after it waits
+            newest_first.clear()
+            first_pending = index
+        else:
+            newest_first.append(message)
+        if index - 1 <= after:  # the messages before this one were seen: no need to read the next
+            break
+        if message.source == "staff":
+            note_head = next(notes, None)
+        else:
+            turn_head = next(turns, None)
+    if first_pending is not None:
+        return MessagePage(messages=newest_first[::-1], next_after=first_pending - 1, waiting=True)
+    return MessagePage(messages=newest_first[::-1], next_after=last or 0, waiting=False)

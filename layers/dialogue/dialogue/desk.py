@@ -17,9 +17,8 @@ messages, with their own retention, and never in an audit item or a log line.
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -290,6 +289,58 @@ def screen_labels() -> list[ScreenLabel]:
 
 
 # --- statistics ------------------------------------------------------------------------------------
+#
+# The figures are read from counters, never from the items: each decision and each close adds 1 to named
+# counters in the same transaction that records it (dialogue.desk_store keeps them in a STATS partition: a
+# TOTAL item since counting began, and one item per UTC day of decisions), and the open work is counted
+# on the sparse open-queue index, which holds nothing else. So reading the figures costs the same with ten
+# decided items as with ten million. `decision_counters` names what one decision adds to;
+# `stats_from_counters` turns the counters into DeskStats.
+
+WAIT_BUCKETS: tuple[int, ...] = (
+    10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200,
+    86400, 172800, 345600, 604800, 1209600, 2592000,
+)  # fmt: skip
+"""The seconds-to-decision histogram's buckets, by their upper bounds in seconds (each bound included):
+10 s, 30 s, 1, 2, 5, 10, 15 and 30 min, 1, 2, 4, 8 and 12 h, 1, 2, 4, 7, 14 and 30 days; one more bucket
+holds the waits longer than 30 days."""
+OVERALL = "overall"
+"""The counters' name for "any screen": a reply the screens held (reply_screen held) or passed."""
+CLOSED = "closed"
+SHOWN_AS_DRAFTED = "shown_as_drafted"
+DECISION_OUTCOMES = (HumanReview.APPROVED, HumanReview.REJECTED, HumanReview.CORRECTED)
+
+
+def wait_counter(seconds: float) -> str:
+    """The histogram counter a wait of `seconds` adds 1 to: `wait_le_<bound>`, or `wait_over_<last bound>`."""
+    for bound in WAIT_BUCKETS:
+        if seconds <= bound:
+            return f"wait_le_{bound}"
+    return f"wait_over_{WAIT_BUCKETS[-1]}"
+
+
+def screen_counter(screen: str, held: bool, *, rejected: bool = False) -> str:
+    """`<screen>.held`, `<screen>.passed`, and `.held_rejected`/`.passed_rejected`: the _agreement figures."""
+    return f"{screen}.{'held' if held else 'passed'}{'_rejected' if rejected else ''}"
+
+
+def decision_counters(turn: TurnRecord, review: HumanReview, decided_at: datetime) -> list[str]:
+    """The counters one decision on `turn` adds 1 to: its outcome; whether the resident was shown the reply
+    as drafted; for all screens together and for each content screen, whether it held or passed the reply
+    and (for a rejection or correction) that staff rejected it; and the bucket of its seconds to decision
+    (from queued to decided)."""
+    rejected = review in STAFF_REJECTED
+    names = [str(review)]
+    if not turn.fallback_used:
+        names.append(SHOWN_AS_DRAFTED)
+    held = {OVERALL: turn.reply_screen is ReplyScreen.HELD}
+    held.update((str(screen), screen in turn.screens_fired) for screen in CONTENT_SCREENS)
+    for screen, flag in held.items():
+        names.append(screen_counter(screen, flag))
+        if rejected:
+            names.append(screen_counter(screen, flag, rejected=True))
+    names.append(wait_counter((decided_at - (turn.queued_at or turn.created_at)).total_seconds()))
+    return names
 
 
 class ScreenAgreement(BaseModel):
@@ -312,6 +363,13 @@ class DayOfDecisions(BaseModel):
 
 
 class DeskStats(BaseModel):
+    """The desk's figures. `reviews` and `handoffs`: the open work (pending, open) as the open-queue index
+    holds it now, and the decisions (approved, rejected, corrected) and closes counted since counting began.
+    `decisions_per_day`: the last 30 days that had decisions, oldest first. The median and p90 of the
+    seconds to decision are bucket bounds: the upper bound of the WAIT_BUCKETS bucket that holds the
+    nearest-rank median or 90th percentile (the last bound, 30 days, for a wait longer than that).
+    `shown_as_drafted_share`: of the decided replies, the share the resident was shown as drafted."""
+
     reviews: dict[str, int]
     handoffs: dict[str, int]
     decided: int
@@ -323,63 +381,74 @@ class DeskStats(BaseModel):
     screens: dict[str, ScreenAgreement]
 
 
+class DeskCounters(BaseModel):
+    """What the figures are read from: the TOTAL counters, the last days' counters (oldest first), and the
+    open items of each queue."""
+
+    total: dict[str, int]
+    days: list[tuple[date, dict[str, int]]]
+    pending_reviews: int
+    open_handoffs: int
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _agreement(decided: Sequence[TurnRecord], held: Iterable[bool]) -> ScreenAgreement:
-    flags = list(held)
-    held_turns = [turn for turn, flag in zip(decided, flags, strict=True) if flag]
-    passed_turns = [turn for turn, flag in zip(decided, flags, strict=True) if not flag]
-    rejected = STAFF_REJECTED
+def _agreement(counts: Mapping[str, int], screen: str) -> ScreenAgreement:
+    held, passed = counts.get(screen_counter(screen, True), 0), counts.get(screen_counter(screen, False), 0)
     return ScreenAgreement(
-        held=len(held_turns),
-        held_rejected_share=_share(sum(t.human_review in rejected for t in held_turns), len(held_turns)),
-        passed=len(passed_turns),
-        passed_rejected_share=_share(sum(t.human_review in rejected for t in passed_turns), len(passed_turns)),
+        held=held,
+        held_rejected_share=_share(counts.get(screen_counter(screen, True, rejected=True), 0), held),
+        passed=passed,
+        passed_rejected_share=_share(counts.get(screen_counter(screen, False, rejected=True), 0), passed),
     )
+
+
+def _nearest_rank(count: int, fraction: float) -> int:
+    """The nearest rank (from 1) of the `fraction` percentile of `count` values."""
+    return int(max(1, -(-count * fraction // 1)))
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
     """The nearest-rank percentile (for p90: the smallest value at or above 90% of them)."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * fraction // 1))
-    return ordered[int(rank) - 1]
+    return sorted(values)[_nearest_rank(len(values), fraction) - 1]
 
 
-def desk_stats(reviews: Sequence[TurnRecord], handoffs: Sequence[TurnRecord]) -> DeskStats:
-    """The desk's figures from every review and hand-off item."""
-    decided = [turn for turn in reviews if turn.human_review not in (HumanReview.PENDING, HumanReview.NOT_APPLICABLE)]
-    waits = [
-        (turn.decided_at - (turn.queued_at or turn.created_at)).total_seconds()
-        for turn in decided
-        if turn.decided_at is not None
-    ]
-    review_counts = {str(status): 0 for status in HumanReview if status is not HumanReview.NOT_APPLICABLE}
-    for turn in reviews:
-        review_counts[str(turn.human_review)] = review_counts.get(str(turn.human_review), 0) + 1
-    handoff_counts = {str(status): 0 for status in HandoffStatus}
-    for turn in handoffs:
-        status = turn.handoff_status or HandoffStatus.OPEN
-        handoff_counts[str(status)] += 1
-    days: dict[date, DayOfDecisions] = {}
-    for turn in decided:
-        if turn.decided_at is not None:
-            day = turn.decided_at.astimezone(UTC).date()
-            counts = days.setdefault(day, DayOfDecisions(day=day))
-            outcome = str(turn.human_review)
-            setattr(counts, outcome, getattr(counts, outcome) + 1)
+def bucket_percentile(counts: Mapping[str, int], fraction: float) -> float | None:
+    """The upper bound of the WAIT_BUCKETS bucket holding the nearest-rank percentile of the histogram in
+    `counts` (the last bound for the bucket beyond it); None for an empty histogram."""
+    buckets = [(float(bound), counts.get(wait_counter(bound), 0)) for bound in WAIT_BUCKETS]
+    buckets.append((float(WAIT_BUCKETS[-1]), counts.get(wait_counter(WAIT_BUCKETS[-1] + 1), 0)))
+    total = sum(count for _, count in buckets)
+    if not total:
+        return None
+    rank, seen = _nearest_rank(total, fraction), 0
+    for bound, count in buckets:
+        seen += count
+        if seen >= rank:
+            return bound
+    raise AssertionError("unreachable: the rank is at most the total")
+
+
+def stats_from_counters(counters: DeskCounters) -> DeskStats:
+    """The desk's figures from its counters (see DeskStats for what each means)."""
+    total = counters.total
+    decided = sum(total.get(str(outcome), 0) for outcome in DECISION_OUTCOMES)
+    reviews = {str(HumanReview.PENDING): counters.pending_reviews}
+    reviews.update((str(outcome), total.get(str(outcome), 0)) for outcome in DECISION_OUTCOMES)
     return DeskStats(
-        reviews=review_counts,
-        handoffs=handoff_counts,
-        decided=len(decided),
-        decisions_per_day=[days[day] for day in sorted(days)],
-        seconds_to_decision_median=statistics.median(waits) if waits else None,
-        seconds_to_decision_p90=percentile(waits, 0.9) if waits else None,
-        shown_as_drafted_share=_share(sum(not turn.fallback_used for turn in reviews), len(reviews)),
-        screens_overall=_agreement(decided, (turn.reply_screen is ReplyScreen.HELD for turn in decided)),
-        screens={
-            str(screen): _agreement(decided, (screen in turn.screens_fired for turn in decided))
-            for screen in CONTENT_SCREENS
-        },
+        reviews=reviews,
+        handoffs={str(HandoffStatus.OPEN): counters.open_handoffs, str(HandoffStatus.CLOSED): total.get(CLOSED, 0)},
+        decided=decided,
+        decisions_per_day=[
+            DayOfDecisions(day=day, **{str(outcome): counts.get(str(outcome), 0) for outcome in DECISION_OUTCOMES})
+            for day, counts in counters.days
+            if any(counts.get(str(outcome), 0) for outcome in DECISION_OUTCOMES)
+        ],
+        seconds_to_decision_median=bucket_percentile(total, 0.5),
+        seconds_to_decision_p90=bucket_percentile(total, 0.9),
+        shown_as_drafted_share=_share(total.get(SHOWN_AS_DRAFTED, 0), decided),
+        screens_overall=_agreement(total, OVERALL),
+        screens={str(screen): _agreement(total, str(screen)) for screen in CONTENT_SCREENS},
     )

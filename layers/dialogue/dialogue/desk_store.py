@@ -7,24 +7,38 @@
   STAFFMSG counter. A message and its counter are written in one transaction, conditional on the
   counter and on the conversation's turn count, so messages are committed in the order they sort in:
   the resident's message list only ever grows at its end.
+- Figures: counters in the `STATS` partition (TOTAL, and `DAY#<YYYY-MM-DD>` per UTC day of decisions,
+  which expire), added to (`ADD`) in the transaction of each decision and close; open work is counted on the open-queue
+  index. Reading the figures takes four requests, however long the history (dialogue.desk's statistics).
 - Audit: `AUDIT#<conversation id>` partitions, one item per claim, release, decision, reply or close,
-  put once (`attribute_not_exists`) and never updated; the template denies updates to them.
+  put once (`attribute_not_exists`) in the same transaction as the change, and never updated (the
+  template denies updates and deletes). The items of one turn are a hash chain (dialogue.audit_chain):
+  sort key `TURN#<turn:06d>#<seq:06d>`, each link holding the previous link's hash (`prev_hash`) and
+  its own (`hash`, SHA-256 of its canonical fields). The store reads the chain's last link (one
+  consistent Query) before it writes the next; a writer that raced it to the same sequence number
+  fails `attribute_not_exists`, and the staff member is asked to try again (StaffWriteConflict).
+  Once the transaction commits, each new link's JSON is also put, once (If-None-Match), in the audit
+  bucket under S3 Object Lock (AUDIT_BUCKET; `audit/<conversation id>/<turn:06d>/<seq:06d>.json`):
+  the WORM copy a rewritten table item is compared with. A failed copy is logged and counted
+  (AuditCopyFailed), never the staff request's failure. Links hold ids, a staff subject, codes and
+  times: never resident or staff text.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, time, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dialogue import audit_chain
 from dialogue.actions import HandoffStatus, HumanReview, Queue
-from dialogue.desk import StaffMember
+from dialogue.desk import CLOSED, DeskCounters, StaffMember, decision_counters
 from dialogue.errors import (
     AlreadyDecided,
     ClaimedByOther,
@@ -34,6 +48,7 @@ from dialogue.errors import (
     StaffWriteConflict,
     StoreUnavailable,
 )
+from dialogue.observability import logger, metrics
 from dialogue.records import Draft, TurnRecord
 from dialogue.store import (
     CONDITION_FAILED,
@@ -41,6 +56,7 @@ from dialogue.store import (
     OPEN_QUEUE,
     OPEN_QUEUE_INDEX,
     QUEUE_INDEX,
+    STAFF_COUNTER_SK,
     STATE_SK,
     TRANSACTION_CONFLICT,
     DynamoConversationStore,
@@ -55,14 +71,21 @@ from dialogue.store import (
     turn_sort_key,
 )
 
-STAFF_COUNTER_SK = "STAFFMSG"
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
     Queue.REVIEW: ("human_review", str(HumanReview.PENDING)),
     Queue.HANDOFF: ("handoff_status", str(HandoffStatus.OPEN)),
 }
 """The filter that asks a queue for its open items only, which the open-queue index answers."""
-AUDIT_PREFIX = "AUDIT#"
+AUDIT_PREFIX = audit_chain.AUDIT_PREFIX
 AuditAction = Literal["claim", "release", "decision", "reply", "close"]
+STATS_PK = "STATS"
+"""The desk's counters (dialogue.desk's statistics): sort key TOTAL, since counting began, and
+`DAY#<YYYY-MM-DD>`, one item per UTC day that had a decision (closes are counted in TOTAL only)."""
+STATS_TOTAL_SK = "TOTAL"
+STATS_DAY_PREFIX = "DAY#"
+STATS_DAY_RETENTION = timedelta(days=90)
+"""A day's counters expire this long after the day began; the figures show the last 30 days that had any."""
+STATS_DAYS_SHOWN = 30
 
 
 def message_sort_key(turn_count: int, number: int) -> str:
@@ -70,7 +93,7 @@ def message_sort_key(turn_count: int, number: int) -> str:
 
 
 def audit_partition(conversation_id: UUID) -> str:
-    return f"{AUDIT_PREFIX}{conversation_id}"
+    return audit_chain.audit_partition(conversation_id)
 
 
 def encode_cursor(key: dict[str, Any] | None) -> str | None:
@@ -93,10 +116,20 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
 class DynamoDeskStore(DynamoConversationStore):
     """The conversation store, with the desk's queries and writes."""
 
-    def __init__(self, *args: Any, staff_message_retention: timedelta, audit_retention: timedelta, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        staff_message_retention: timedelta,
+        audit_retention: timedelta,
+        audit_s3: Any = None,
+        audit_bucket: str = "",
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
         self._message_retention = staff_message_retention
         self._audit_retention = audit_retention
+        self._audit_s3 = audit_s3 if audit_bucket else None  # no bucket, no WORM copy
+        self._audit_bucket = audit_bucket
 
     # --- reading the queues ----------------------------------------------------------------------
 
@@ -147,14 +180,82 @@ class DynamoDeskStore(DynamoConversationStore):
         turns = [turn_from_item(item) for item in response.get("Items", [])]
         return turns, encode_cursor(response.get("LastEvaluatedKey"))
 
-    def whole_queue(self, queue: Queue) -> Iterator[TurnRecord]:
-        """Every item of a queue, page by page (for the statistics)."""
-        cursor: str | None = None
+    def open_count(self, queue: Queue) -> int:
+        """How many items of `queue` wait for a person: a COUNT query on the open-queue index, which holds
+        only them (so the count costs what the open work is, not what the history is)."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": OPEN_QUEUE_INDEX,
+            "KeyConditionExpression": "#queue = :queue",
+            "ExpressionAttributeNames": {"#queue": OPEN_QUEUE},
+            "ExpressionAttributeValues": self._item({":queue": str(queue)}),
+            "Select": "COUNT",
+        }
+        count = 0
         while True:
-            turns, cursor = self.queue_page(queue, newest_first=False, limit=500, cursor=cursor)
-            yield from turns
-            if cursor is None:
-                return
+            with _store_errors():
+                response = self._client.query(**query)
+            count += int(response.get("Count", 0))
+            if "LastEvaluatedKey" not in response:
+                return count
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def desk_counters(self, days: int = STATS_DAYS_SHOWN) -> DeskCounters:
+        """What the desk's figures are read from, in four requests whatever the history: the TOTAL counters
+        (GetItem), the last `days` days that had a decision (one Query, newest first, `days` items
+        at most), and the two open-queue counts."""
+        with _store_errors():
+            total = self._client.get_item(
+                TableName=self._table,
+                Key=self._item({"pk": STATS_PK, "sk": STATS_TOTAL_SK}),
+                ConsistentRead=True,
+            ).get("Item")
+            recent = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :day)",
+                ExpressionAttributeValues=self._item({":pk": STATS_PK, ":day": STATS_DAY_PREFIX}),
+                ScanIndexForward=False,
+                Limit=days,
+                ConsistentRead=True,
+            ).get("Items", [])
+        per_day = [self._counts(item) for item in reversed(recent)]
+        return DeskCounters(
+            total=self._counts(total or {})[1],
+            days=[(datetime.strptime(day, f"{STATS_DAY_PREFIX}%Y-%m-%d").date(), counts) for day, counts in per_day],
+            pending_reviews=self.open_count(Queue.REVIEW),
+            open_handoffs=self.open_count(Queue.HANDOFF),
+        )
+
+    def _counts(self, item: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
+        """A counter item's sort key and its counters."""
+        plain = self._plain(item)
+        sort_key = str(plain.pop("sk", ""))
+        return sort_key, {name: int(value) for name, value in plain.items() if name not in ("pk", "expires_at")}
+
+    def _counted(self, names: Sequence[str], now: datetime, *, per_day: bool = True) -> list[dict[str, Any]]:
+        """Transaction items that add 1 to each counter in `names`, in the TOTAL item and (`per_day`) in the
+        item of `now`'s UTC day, which expires STATS_DAY_RETENTION after the day began."""
+        placeholders = {f"#c{number}": name for number, name in enumerate(names)}
+        adding = "ADD " + ", ".join(f"{placeholder} :one" for placeholder in placeholders)
+        day = now.astimezone(UTC).date()
+        expires = _epoch(datetime.combine(day, time(), UTC) + STATS_DAY_RETENTION)
+
+        def update(sort_key: str, expression: str, values: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": self._item({"pk": STATS_PK, "sk": sort_key}),
+                    "UpdateExpression": expression,
+                    "ExpressionAttributeNames": placeholders,
+                    "ExpressionAttributeValues": self._item(values),
+                }
+            }
+
+        day_key = f"{STATS_DAY_PREFIX}{day.isoformat()}"
+        total = update(STATS_TOTAL_SK, adding, {":one": 1})
+        if not per_day:
+            return [total]
+        return [total, update(day_key, f"SET expires_at = :expires {adding}", {":one": 1, ":expires": expires})]
 
     def drafts(self, turns: Sequence[TurnRecord]) -> dict[tuple[UUID, int], tuple[str | None, Draft | None]]:
         """Each turn's REPLY item: the reply shown and the draft it judged (BatchGetItem, 100 a call)."""
@@ -266,10 +367,14 @@ class DynamoDeskStore(DynamoConversationStore):
         message: str | None,
         *,
         reply_kept: bool,
+        turn: TurnRecord,
     ) -> StaffMessage | None:
         """Record a decision on a claimed review item, and post what it sends the resident (a correction,
         or an approved draft: `desk.message_for_decision`), in one transaction. `reply_kept`: the turn's
-        REPLY item is there (the caller read it with the draft), so its retention runs from now."""
+        REPLY item is there (the caller read it with the draft), so its retention runs from now. `turn`:
+        the item as the caller read it; the desk's counters (`desk.decision_counters`) are added to in the
+        same transaction, from its screens, fallback and queue time, which are set once when it is queued."""
+        assert (turn.conversation_id, turn.turn_id) == (conversation_id, turn_id)
         queue = Queue.REVIEW
         values: dict[str, Any] = {":review": str(review)}
         assignments = "human_review = :review, decided_by = :me, decided_at = :now"
@@ -280,7 +385,7 @@ class DynamoDeskStore(DynamoConversationStore):
             conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values, leaves_queue=True
         )
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
-        items = [update, audit]
+        items = [update, audit, *self._counted(decision_counters(turn, review, now), now)]
         # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
         if reply_kept:
             items.append(
@@ -313,7 +418,8 @@ class DynamoDeskStore(DynamoConversationStore):
             leaves_queue=True,
         )  # fmt: skip
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
-        self._transact([update, audit], conversation_id, turn_id, queue, staff, now)
+        counted = self._counted([CLOSED], now, per_day=False)
+        self._transact([update, audit, *counted], conversation_id, turn_id, queue, staff, now)
 
     def _on_claimed(
         self,
@@ -351,16 +457,40 @@ class DynamoDeskStore(DynamoConversationStore):
         removed = f"claimed_by, claim_expires_at{f', {OPEN_QUEUE}' if leaves_queue else ''}"
         return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE {removed}"}}
 
-    def audit_trail(self, conversation_id: UUID) -> list[dict[str, Any]]:
-        """The conversation's audit items, oldest first."""
+    def audit_trail(self, conversation_id: UUID, turn_id: int) -> list[dict[str, Any]]:
+        """One item's audit links, oldest first (one Query on its chain's sort-key prefix, page by page)."""
+        links: list[dict[str, Any]] = []
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :chain)",
+            "ExpressionAttributeValues": self._item(
+                {":pk": audit_partition(conversation_id), ":chain": audit_chain.chain_prefix(turn_id)}
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            with _store_errors():
+                response = self._client.query(**query)
+            links.extend(audit_chain.link_from_item(self._plain(item)) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return links
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _last_link(self, conversation_id: UUID, turn_id: int) -> dict[str, Any] | None:
+        """The item's newest audit link, read consistently (the one the next link follows)."""
         with _store_errors():
             response = self._client.query(
                 TableName=self._table,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues=self._item({":pk": audit_partition(conversation_id)}),
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :chain)",
+                ExpressionAttributeValues=self._item(
+                    {":pk": audit_partition(conversation_id), ":chain": audit_chain.chain_prefix(turn_id)}
+                ),
+                ScanIndexForward=False,
+                Limit=1,
                 ConsistentRead=True,
             )
-        return [self._plain(item) for item in response.get("Items", [])]
+        items = response.get("Items", [])
+        return audit_chain.link_from_item(self._plain(items[0])) if items else None
 
     # --- the pieces ---------------------------------------------------------------------------------
 
@@ -389,27 +519,64 @@ class DynamoDeskStore(DynamoConversationStore):
         outcome: str | None = None,
         reason: str | None = None,
     ) -> dict[str, Any]:
-        """An audit item, put once: who, when, what, on which turn. Never staff or resident text."""
+        """The item's next audit link, put once: who, when, what, on which turn, chained to the link before
+        it (read now). Never staff or resident text."""
+        link = audit_chain.new_link(
+            conversation_id,
+            turn_id,
+            self._last_link(conversation_id, turn_id),
+            staff=staff.subject,
+            action=action,
+            queue=str(queue),
+            outcome=outcome,
+            reason=reason,
+            at=stored_time(now),
+            expires_at=_epoch(now + self._audit_retention),
+        )
+        stored = {key: value for key, value in link.items() if key != "conversation_id"}
         return {
             "Put": {
                 "TableName": self._table,
                 "Item": self._item(
                     {
                         "pk": audit_partition(conversation_id),
-                        "sk": f"{stored_time(now)}#{uuid.uuid4().hex}",
-                        "staff": staff.subject,
-                        "action": action,
-                        "queue": str(queue),
-                        "turn_id": turn_id,
-                        "outcome": outcome,
-                        "reason": reason,
-                        "at": stored_time(now),
-                        "expires_at": _epoch(now + self._audit_retention),
+                        "sk": audit_chain.link_sort_key(turn_id, link["seq"]),
+                        **stored,
                     }
                 ),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
+
+    def _copy_links(self, items: list[dict[str, Any]]) -> None:
+        """After a commit: each audit link the transaction put, written once to the WORM bucket. A failure
+        is logged (ids only) and counted, and the staff request goes on: the link is in the table."""
+        if self._audit_s3 is None:
+            return
+        for entry in items:
+            put = entry.get("Put", {})
+            if not str(put.get("Item", {}).get("pk", {}).get("S", "")).startswith(AUDIT_PREFIX):
+                continue
+            link = audit_chain.link_from_item(self._plain(put["Item"]))
+            key = audit_chain.object_key(link["conversation_id"], link["turn_id"], link["seq"])
+            try:
+                self._audit_s3.put_object(
+                    Bucket=self._audit_bucket,
+                    Key=key,
+                    Body=audit_chain.link_document(link),
+                    ContentType="application/json",
+                    IfNoneMatch="*",
+                )
+            except (ClientError, BotoCoreError) as error:
+                code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+                logger.warning(
+                    "audit copy failed",
+                    conversation_id=link["conversation_id"],
+                    turn_id=link["turn_id"],
+                    seq=link["seq"],
+                    error=code or type(error).__name__,
+                )
+                metrics.add_metric(name="AuditCopyFailed", unit=MetricUnit.Count, value=1)
 
     def _with_message(
         self,
@@ -496,7 +663,9 @@ class DynamoDeskStore(DynamoConversationStore):
     ) -> None:
         """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
         a failure of a condition from item `race_from` on (the staff message's), or another transaction
-        holding an item, is a race a message retries; otherwise the staff member is told to try again."""
+        holding an item, is a race a message retries; otherwise (an audit link another writer put at the
+        same sequence number first, say) the staff member is told to try again. Once committed, the new
+        audit link is copied to the WORM bucket."""
         try:
             self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as error:
@@ -511,6 +680,7 @@ class DynamoDeskStore(DynamoConversationStore):
             raise StaffWriteConflict() from None
         except BotoCoreError:
             raise StoreUnavailable() from None
+        self._copy_links(items)
 
     def _why_refused(
         self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime

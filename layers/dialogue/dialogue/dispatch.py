@@ -9,9 +9,11 @@ table's stream reaches the dispatch function, which sends two messages:
 2. the RealizeJob to the realize queue, built here and only here from the stored turn: its state,
    its action and the pack's approved handbook rows.
 
-The deadline goes first: if the job cannot be sent, the stream delivers the turn again, and even if
-it never can, the deadline still finalizes the turn. Delivering a turn twice sends both messages
-twice; the worker and the screen function finalize a turn once.
+The deadline goes first: if the job cannot be sent, the stream delivers the turn again, and the
+deadline still finalizes the turn. If neither can be sent for the stream mapping's hour, the record
+goes to the dispatch failure queue, and the sweeper (dialogue.sweep) finalizes the turn with the same
+fallback. Delivering a turn twice sends both messages twice; the worker and the screen function
+finalize a turn once.
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ def get_desk_store() -> DynamoDeskStore:
         reply_retention=settings.reply_retention,
         staff_message_retention=timedelta(days=settings.staff_message_retention_days),
         audit_retention=timedelta(days=settings.audit_retention_days),
+        audit_s3=boto3.client("s3") if settings.audit_bucket else None,
+        audit_bucket=settings.audit_bucket,
     )
 
 

@@ -43,3 +43,25 @@ class SqsDispatchQueues:
             self._client.send_message(QueueUrl=self._realize_queue_url, MessageBody=job.model_dump_json())
         except (ClientError, BotoCoreError):
             raise QueueUnavailable() from None
+
+
+def clear_dispatch_failures(client: SQSClient, queue_url: str, *, limit: int = 100) -> int:
+    """Delete up to `limit` messages of the dispatch failure queue (stream batch descriptions: shard ids
+    and sequence numbers, no text); returns how many. Call it only after a complete sweep: every turn a
+    batch named is past its deadline, so the sweep has finalized it (dialogue.sweep)."""
+    cleared = 0
+    try:
+        while cleared < limit:
+            messages = client.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=min(10, limit - cleared), WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not messages:
+                break
+            client.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)],
+            )
+            cleared += len(messages)
+    except (ClientError, BotoCoreError):
+        raise QueueUnavailable() from None
+    return cleared

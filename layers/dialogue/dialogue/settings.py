@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=MAX_REPLY_DEADLINE_SECONDS)] = 60
+    # The sweeper: a turn still pending this long after its deadline gets the fallback (dialogue.sweep).
+    sweep_grace_seconds: Annotated[int, Field(ge=0, le=3600)] = 120
+    dispatch_failure_queue_url: str = ""
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
     # The reply screens' profile (SCREEN_PROFILE: lesson or desk); unset, the pack's.
     screen_profile: ScreenProfile | None = None
@@ -36,6 +39,8 @@ class Settings(BaseSettings):
     claim_seconds: Annotated[int, Field(ge=30, le=3600)] = 600
     staff_message_retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     audit_retention_days: Annotated[int, Field(ge=1, le=3650)] = 365
+    # The audit's WORM copy: an S3 bucket under Object Lock (AUDIT_BUCKET); empty, no copy is written.
+    audit_bucket: str = ""
 
     @property
     def retention(self) -> timedelta:
@@ -48,6 +53,10 @@ class Settings(BaseSettings):
     @property
     def reply_deadline(self) -> timedelta:
         return timedelta(seconds=self.reply_deadline_seconds)
+
+    @property
+    def sweep_grace(self) -> timedelta:
+        return timedelta(seconds=self.sweep_grace_seconds)
 
     @property
     def claim_lifetime(self) -> timedelta:

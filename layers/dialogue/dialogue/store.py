@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -22,7 +23,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from dialogue.actions import HandoffStatus, HumanReview, Queue, in_screen_order
+from dialogue.actions import HandoffStatus, HumanReview, Queue, ReplySource, TurnStatus, in_screen_order
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
 from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
@@ -46,6 +47,8 @@ def _store_errors() -> Iterator[None]:
 STATE_SK = "STATE"
 TURN_PREFIX = "TURN#"
 MESSAGE_PREFIX = "MSG#"
+STAFF_COUNTER_SK = "STAFFMSG"
+"""The conversation's staff message counter: `count`, the number of the last staff message posted."""
 REQUEST_PREFIX = "REQUEST#"
 REQUEST_LIFETIME = timedelta(hours=24)
 """How long a REQUEST item keeps a key's turn: as long as the idempotency records live."""
@@ -69,6 +72,12 @@ class ConversationStore(Protocol):
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None: ...
 
     def thread(self, conversation_id: UUID) -> Thread: ...
+
+    def staff_message_count(self, conversation_id: UUID) -> int: ...
+
+    def turns_backwards(self, conversation_id: UUID, last_turn: int) -> Iterator[tuple[TurnRecord, str | None]]: ...
+
+    def staff_messages_backwards(self, conversation_id: UUID, last_turn: int) -> Iterator[StaffMessage]: ...
 
     def record_screened_reply(
         self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime
@@ -152,6 +161,13 @@ OPEN_QUEUE_INDEX = "open-queue-index"
 whose review is pending or whose hand-off is open. A decision or a close removes `open_queue`, so the item
 leaves it: a console tab's first page holds open items however many were decided before them."""
 OPEN_QUEUE = "open_queue"
+PENDING_TURN_INDEX = "pending-turn-index"
+"""The sparse index of turns still waiting for their reply: `pending_turn` (partition, one value) and
+`created_at` (sort), on TURN items while they are pending. Finalizing a turn removes `pending_turn`, so
+the index holds only the replies in flight, and the sweeper (dialogue.sweep) reads the overdue ones
+from its oldest end however many turns came before."""
+PENDING_TURN = "pending_turn"
+PENDING_TURN_VALUE = "pending"
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -167,6 +183,7 @@ def turn_from_item(item: Mapping[str, Any]) -> TurnRecord:
     conversation_id = UUID(str(plain.pop("pk", "")).removeprefix("CONV#"))
     plain.pop("expires_at", None)
     plain.pop(OPEN_QUEUE, None)
+    plain.pop(PENDING_TURN, None)
     fired = in_screen_order(plain.pop("screens_fired", ()))
     return TurnRecord.model_validate(
         {**plain, "screens_fired": fired, "conversation_id": conversation_id, "turn_id": int(number)}
@@ -219,7 +236,8 @@ class DynamoConversationStore:
     def turn_item(self, turn: TurnRecord) -> dict[str, Any]:
         """The TURN item: the ids live only in the keys; the screens that fired are a set of their names,
         absent while none has; a turn in a staff queue has `queue` and `queued_at`, the keys of the
-        table's sparse queue index, and `open_queue` while it waits for a person (the open-queue index)."""
+        table's sparse queue index, and `open_queue` while it waits for a person (the open-queue index);
+        a pending turn has `pending_turn` (the pending-turn index) until its reply or fallback is stored."""
         values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "screens_fired", *TIMES})
         waiting = turn.human_review is HumanReview.PENDING or turn.handoff_status is HandoffStatus.OPEN
         times = {name: stored_time(moment) for name in TIMES if (moment := getattr(turn, name)) is not None}
@@ -231,6 +249,7 @@ class DynamoConversationStore:
                 **times,
                 "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
                 OPEN_QUEUE: str(turn.queue) if turn.queue is not None and waiting else None,
+                PENDING_TURN: PENDING_TURN_VALUE if turn.status is TurnStatus.PENDING else None,
                 "expires_at": _epoch(turn.created_at + self._retention),
             }
         )
@@ -403,7 +422,8 @@ class DynamoConversationStore:
                         "Update": {
                             "TableName": self._table,
                             "Key": key,
-                            "UpdateExpression": "SET " + assignments,
+                            # A final turn leaves the pending-turn index.
+                            "UpdateExpression": f"SET {assignments} REMOVE {PENDING_TURN}",
                             "ConditionExpression": "#status = :pending",
                             "ExpressionAttributeNames": names,
                             "ExpressionAttributeValues": self._item(values),
@@ -426,6 +446,30 @@ class DynamoConversationStore:
         except BotoCoreError:
             raise StoreUnavailable() from None
         return True
+
+    def overdue_turns(
+        self, created_before: datetime, *, limit: int, after: str | None = None
+    ) -> tuple[list[TurnRecord], str | None]:
+        """A page of turns still pending that were created before `created_before`, oldest first, from
+        the sparse pending-turn index (it holds only the turns in flight), and the cursor of the next
+        page (None: no more). The index is eventually consistent: a turn finalized a moment ago may still
+        be listed; finalizing it again is refused by its conditional write."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": PENDING_TURN_INDEX,
+            "KeyConditionExpression": "#pending = :pending AND created_at < :before",
+            "ExpressionAttributeNames": {"#pending": PENDING_TURN},
+            "ExpressionAttributeValues": self._item(
+                {":pending": PENDING_TURN_VALUE, ":before": stored_time(created_before)}
+            ),
+            "Limit": limit,
+        }
+        if after is not None:
+            query["ExclusiveStartKey"] = json.loads(after)
+        with _store_errors():
+            response = self._client.query(**query)
+        last = response.get("LastEvaluatedKey")
+        return [turn_from_item(item) for item in response.get("Items", [])], json.dumps(last) if last else None
 
     def thread(self, conversation_id: UUID) -> Thread:
         """What the resident's message list is built from: the turns, the replies of generated turns, and
@@ -450,6 +494,76 @@ class DynamoConversationStore:
                 )
             )
         return thread
+
+    # --- the end of the message list, read backwards (dialogue.conversation.messages) ----------------
+
+    TAIL_PAGE = 4
+    """Items a page of a backwards read holds after its first. The first holds what a poll needs: the last
+    turn's TURN and REPLY items (2), or the last staff message (1)."""
+
+    def staff_message_count(self, conversation_id: UUID) -> int:
+        """How many staff messages the conversation has had: its STAFFMSG counter (one consistent read)."""
+        item = self._get(conversation_id, STAFF_COUNTER_SK).get("Item")
+        return int(self._plain(item)["count"]) if item else 0
+
+    def turns_backwards(self, conversation_id: UUID, last_turn: int) -> Iterator[tuple[TurnRecord, str | None]]:
+        """The turns from `last_turn` down to 1, each with its stored reply (None for a fixed-text or pending
+        turn, or a reply that has expired): a consistent Query on the TURN# items backwards (a turn's REPLY
+        item sorts just after it, so it comes first), 2 items then TAIL_PAGE items a page, each page read only
+        when the caller asks for a turn beyond the last one read."""
+        reply: tuple[int, str] | None = None
+        for item in self._items_backwards(conversation_id, TURN_PREFIX, f"{turn_sort_key(last_turn)}#~", 2):
+            sort_key = item["sk"]["S"]
+            if sort_key.endswith("#REPLY"):
+                reply = (int(sort_key.split("#")[1]), str(self._plain(item)["reply"]))
+                continue
+            turn = turn_from_item(item)
+            text = reply[1] if reply is not None and reply[0] == turn.turn_id else None
+            reply = None
+            if text is None and turn.status is TurnStatus.FINAL and turn.reply_source is ReplySource.MODEL:
+                # The REPLY item is written with the final status, in one transaction, and it was read first:
+                # it was not there yet then (or it has expired). Read it again.
+                text = self.get_reply(conversation_id, turn.turn_id)
+            yield turn, text
+
+    def staff_messages_backwards(self, conversation_id: UUID, last_turn: int) -> Iterator[StaffMessage]:
+        """The staff messages posted after turns up to `last_turn`, newest first, read as `turns_backwards`
+        reads turns (1 item, then TAIL_PAGE items a page)."""
+        last_key = f"{MESSAGE_PREFIX}{last_turn:06d}#~"
+        for item in self._items_backwards(conversation_id, MESSAGE_PREFIX, last_key, 1):
+            plain = self._plain(item)
+            _, after_turn, number = str(plain["sk"]).split("#")
+            yield StaffMessage(
+                after_turn=int(after_turn),
+                number=int(number),
+                about_turn=int(plain["about_turn"]),
+                text=str(plain["text"]),
+                at=datetime.fromisoformat(str(plain["at"])),
+            )
+
+    def _items_backwards(
+        self, conversation_id: UUID, prefix: str, last_key: str, first_page: int
+    ) -> Iterator[dict[str, Any]]:
+        """The partition's items from sort key `last_key` down to `prefix`, page by page as asked for: the
+        first page `first_page` items (at most TAIL_PAGE), the next TAIL_PAGE."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": self._item(
+                {":pk": partition_key(conversation_id), ":first": prefix, ":last": last_key}
+            ),
+            "ScanIndexForward": False,
+            "Limit": min(first_page, self.TAIL_PAGE),
+            "ConsistentRead": True,
+        }
+        while True:
+            with _store_errors():
+                response = self._client.query(**query)
+            yield from response.get("Items", [])
+            if "LastEvaluatedKey" not in response:
+                return
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            query["Limit"] = self.TAIL_PAGE
 
     def _items_under(self, conversation_id: UUID, prefix: str) -> Iterator[dict[str, Any]]:
         query: dict[str, Any] = {

@@ -1,0 +1,56 @@
+"""The sweeper Lambda, run by EventBridge Scheduler every few minutes: no turn stays pending.
+
+Every turn still pending SWEEP_GRACE_SECONDS after its reply deadline gets the fixed fallback, as its
+deadline message would have stored it (dialogue.sweep): `StuckTurnsFinalized` counts them, and an
+alarm fires on any, since each means a dispatch, a deadline message or the screen function failed.
+After a complete sweep the dispatch failure queue is cleared (`DispatchFailuresCleared`): every turn its
+batches named is final by then. Nothing here reads or writes user text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from dialogue import clock
+from dialogue.factory import get_store
+from dialogue.observability import logger, metrics, tracer
+from dialogue.pack import get_pack
+from dialogue.queues import clear_dispatch_failures
+from dialogue.settings import get_settings
+from dialogue.snapstart import register_snapshot_hooks
+from dialogue.sweep import sweep_overdue_turns
+
+register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = get_settings()
+    result = sweep_overdue_turns(
+        get_store(),
+        get_pack(),
+        now=clock.now(),
+        reply_deadline=settings.reply_deadline,
+        grace=settings.sweep_grace,
+    )
+    cleared = 0
+    if result.complete and settings.dispatch_failure_queue_url:
+        cleared = clear_dispatch_failures(boto3.client("sqs"), settings.dispatch_failure_queue_url)
+    metrics.add_metric(name="StuckTurnsFinalized", unit=MetricUnit.Count, value=result.finalized)
+    if result.finalized:
+        metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=result.finalized)
+    if result.unreadable_values:
+        metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=result.unreadable_values)
+    metrics.add_metric(name="DispatchFailuresCleared", unit=MetricUnit.Count, value=cleared)
+    summary = {**result.model_dump(), "dispatch_failures_cleared": cleared}
+    if result.finalized or cleared:
+        logger.warning("stuck turns finalized with the fallback", **summary)
+    else:
+        logger.info("sweep found nothing stuck", **summary)
+    return summary

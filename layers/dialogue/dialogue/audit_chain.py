@@ -1,0 +1,363 @@
+"""The staff audit as one hash chain per item (a conversation's turn), and how to verify it.
+
+Each audit item (a *link*) belongs to one item: `AUDIT#<conversation id>`, sort key
+`TURN#<turn:06d>#<seq:06d>`, seq counting that item's links from 1. A link carries `prev_hash`, the
+`hash` of the link before it (GENESIS for the first), and its own `hash`: SHA-256 of the canonical
+JSON of its fields (LINK_FIELDS: every field but `hash`, with sorted keys and no spaces). So a link
+changed in place no longer matches its hash; a link rewritten with a new hash breaks the next link's
+`prev_hash`; a link deleted leaves a gap in the sequence. What the chain alone cannot show (every
+link after a rewrite recomputed, or the last link rewritten) the WORM copy shows: each link's JSON is
+also written, once, to an S3 bucket under Object Lock (`audit/<conversation id>/<turn:06d>/<seq:06d>.json`),
+and `verify_table_audit` compares the two.
+
+Links hold ids, a staff subject, codes and times, never resident or staff text. A link also keeps
+`prev_expires_at`, the TTL of the link before it, so a chain whose first links the table's TTL has
+already removed is told from one whose first links were deleted.
+
+Everything here but `verify_table_audit` and its readers is pure; they take the clients they use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+AUDIT_PREFIX = "AUDIT#"
+LINK_PREFIX = "TURN#"
+OBJECT_PREFIX = "audit/"
+GENESIS = "0" * 64
+"""The `prev_hash` of an item's first link."""
+LINK_FIELDS = (
+    "conversation_id",
+    "turn_id",
+    "seq",
+    "staff",
+    "action",
+    "queue",
+    "outcome",
+    "reason",
+    "at",
+    "expires_at",
+    "prev_hash",
+    "prev_expires_at",
+)
+"""The fields a link's hash covers, in the canonical JSON (the conversation id comes from the key)."""
+STORED_FIELDS = frozenset({"pk", "sk", "hash", *LINK_FIELDS} - {"conversation_id"})
+"""The attributes a link's table item may have."""
+
+ChainKey = tuple[str, int]
+LinkKey = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What broke, and where: one line each, ids and numbers only."""
+
+    conversation_id: str
+    turn_id: int | None
+    seq: int | None
+    what: str
+
+    def __str__(self) -> str:
+        where = f"conversation {self.conversation_id}"
+        if self.turn_id is not None:
+            where += f" turn {self.turn_id}"
+        if self.seq is not None:
+            where += f" link {self.seq}"
+        return f"{where}: {self.what}"
+
+
+# --- keys -------------------------------------------------------------------------------------------
+
+
+def audit_partition(conversation_id: UUID | str) -> str:
+    return f"{AUDIT_PREFIX}{conversation_id}"
+
+
+def chain_prefix(turn_id: int) -> str:
+    """The sort keys of one item's links begin so (a Query's begins_with)."""
+    return f"{LINK_PREFIX}{turn_id:06d}#"
+
+
+def link_sort_key(turn_id: int, seq: int) -> str:
+    return f"{chain_prefix(turn_id)}{seq:06d}"
+
+
+def parse_link_sort_key(sort_key: str) -> tuple[int, int] | None:
+    """(turn id, seq) from a link's sort key; None for any other (an audit item from before the chain)."""
+    parts = sort_key.split("#")
+    if len(parts) != 3 or parts[0] + "#" != LINK_PREFIX or not all(p.isdigit() and len(p) == 6 for p in parts[1:]):
+        return None
+    return int(parts[1]), int(parts[2])
+
+
+def object_key(conversation_id: str, turn_id: int, seq: int) -> str:
+    """Where a link's WORM copy lives in the audit bucket."""
+    return f"{OBJECT_PREFIX}{conversation_id}/{turn_id:06d}/{seq:06d}.json"
+
+
+def parse_object_key(key: str) -> LinkKey | None:
+    parts = key.removeprefix(OBJECT_PREFIX).split("/")
+    if not key.startswith(OBJECT_PREFIX) or len(parts) != 3 or not parts[2].endswith(".json"):
+        return None
+    turn, seq = parts[1], parts[2].removesuffix(".json")
+    if not (turn.isdigit() and seq.isdigit()):
+        return None
+    return parts[0], int(turn), int(seq)
+
+
+# --- a link -----------------------------------------------------------------------------------------
+
+
+def _plain_value(value: Any) -> Any:
+    """A value as the canonical JSON holds it: DynamoDB's Decimals as ints."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else str(value)
+    return value
+
+
+def canonical(link: Mapping[str, Any]) -> bytes:
+    """The bytes a link's hash is taken of: LINK_FIELDS (absent ones as null), sorted, compact, ASCII."""
+    fields = {name: _plain_value(link.get(name)) for name in LINK_FIELDS}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def link_hash(link: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(link)).hexdigest()
+
+
+def new_link(
+    conversation_id: UUID | str,
+    turn_id: int,
+    previous: Mapping[str, Any] | None,
+    *,
+    staff: str,
+    action: str,
+    queue: str,
+    outcome: str | None,
+    reason: str | None,
+    at: str,
+    expires_at: int,
+) -> dict[str, Any]:
+    """The next link of an item's chain after `previous` (None: the first), with its hash."""
+    link: dict[str, Any] = {
+        "conversation_id": str(conversation_id),
+        "turn_id": turn_id,
+        "seq": int(previous["seq"]) + 1 if previous else 1,
+        "staff": staff,
+        "action": action,
+        "queue": queue,
+        "outcome": outcome,
+        "reason": reason,
+        "at": at,
+        "expires_at": expires_at,
+        "prev_hash": str(previous["hash"]) if previous else GENESIS,
+        "prev_expires_at": int(previous["expires_at"]) if previous else None,
+    }
+    link["hash"] = link_hash(link)
+    return link
+
+
+def link_from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A link from its table item as boto3's deserializer gives it (pk and sk kept, numbers as ints)."""
+    link = {name: _plain_value(value) for name, value in item.items()}
+    link["conversation_id"] = str(item["pk"]).removeprefix(AUDIT_PREFIX)
+    return link
+
+
+def link_document(link: Mapping[str, Any]) -> bytes:
+    """A link's WORM copy: its canonical fields and its hash, as JSON."""
+    fields = {name: _plain_value(link.get(name)) for name in (*LINK_FIELDS, "hash")}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+# --- verifying --------------------------------------------------------------------------------------
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _missing(first: int, last: int) -> str:
+    return f"link {first} is missing" if first == last else f"links {first} to {last} are missing"
+
+
+def verify_chain(links: Sequence[Mapping[str, Any]], *, now: float | None = None) -> list[Problem]:
+    """The problems of one item's links (any order): a changed link (its hash no longer matches its
+    fields, or its key its fields), a missing link (a gap, or first links gone before their TTL), and a
+    broken `prev_hash` (not the hash of the link before it, or not GENESIS on the first)."""
+    if not links:
+        return []
+    now = _now() if now is None else now
+    problems: list[Problem] = []
+    ordered = sorted(links, key=lambda link: int(link.get("seq") or 0))
+    conversation_id = str(ordered[0]["conversation_id"])
+    turn_id = int(ordered[0]["turn_id"])
+    previous: Mapping[str, Any] | None = None
+    for link in ordered:
+        seq = int(link["seq"])
+
+        def problem(what: str, seq: int = seq) -> None:
+            problems.append(Problem(conversation_id, turn_id, seq, what))
+
+        if "sk" in link and parse_link_sort_key(str(link["sk"])) != (turn_id, seq):
+            problem("changed: its key does not match its turn and sequence number")
+        if link.get("hash") != link_hash(link):
+            problem("changed: its hash does not match its fields")
+        if extra := sorted(set(link) - STORED_FIELDS - {"conversation_id"}):
+            problem(f"changed: it holds attributes no link has ({', '.join(extra)})")
+        if previous is None:
+            if seq == 1:
+                if link.get("prev_hash") != GENESIS:
+                    problem("broken prev_hash: the first link does not start the chain")
+            else:
+                gone_by_ttl = link.get("prev_expires_at") is not None and float(link["prev_expires_at"]) <= now
+                if not gone_by_ttl:
+                    problem(_missing(1, seq - 1) + " (not yet expired)")
+        else:
+            expected = int(previous["seq"]) + 1
+            if seq < expected:
+                problem("changed: two links have this sequence number")
+            elif seq > expected:
+                problem(_missing(expected, seq - 1))  # the hashes cannot be compared across the gap
+            elif link.get("prev_hash") != previous.get("hash"):
+                problem(f"broken prev_hash: it is not the hash of link {seq - 1}")
+        previous = link
+    return problems
+
+
+def chains(links: Iterable[Mapping[str, Any]]) -> dict[ChainKey, list[Mapping[str, Any]]]:
+    """Links grouped by item: (conversation id, turn id) -> its links."""
+    grouped: dict[ChainKey, list[Mapping[str, Any]]] = defaultdict(list)
+    for link in links:
+        grouped[(str(link["conversation_id"]), int(link["turn_id"]))].append(link)
+    return dict(grouped)
+
+
+def verify_links(links: Iterable[Mapping[str, Any]], *, now: float | None = None) -> list[Problem]:
+    """Every item's chain verified; the problems in conversation, turn and sequence order."""
+    problems: list[Problem] = []
+    for _, chain in sorted(chains(links).items()):
+        problems.extend(verify_chain(chain, now=now))
+    return problems
+
+
+def compare_copies(
+    links: Iterable[Mapping[str, Any]],
+    copies: Mapping[LinkKey, bytes],
+    *,
+    rewritten: Iterable[LinkKey] = (),
+    now: float | None = None,
+) -> list[Problem]:
+    """The table's links against their WORM copies (the first version of each object): a link that differs
+    from its copy, a link with no copy, a copy whose link is gone from the table before its TTL, and an
+    object written more than once (`rewritten`)."""
+    now = _now() if now is None else now
+    problems: list[Problem] = []
+    in_table = {(str(link["conversation_id"]), int(link["turn_id"]), int(link["seq"])): link for link in links}
+    for key in sorted(set(in_table) | set(copies)):
+        conversation_id, turn_id, seq = key
+        link, copy = in_table.get(key), copies.get(key)
+        if link is not None and copy is None:
+            problems.append(Problem(conversation_id, turn_id, seq, "has no WORM copy in the audit bucket"))
+        elif link is None and copy is not None:
+            try:
+                expires_at = float(json.loads(copy).get("expires_at") or 0)
+            except (ValueError, AttributeError):
+                expires_at = 0
+            if expires_at > now:
+                problems.append(
+                    Problem(conversation_id, turn_id, seq, "is missing from the table; its WORM copy holds it")
+                )
+        elif link is not None and copy is not None and link_document(link) != copy:
+            problems.append(Problem(conversation_id, turn_id, seq, "differs from its WORM copy"))
+    for conversation_id, turn_id, seq in sorted(set(rewritten)):
+        problems.append(Problem(conversation_id, turn_id, seq, "its WORM copy was written more than once"))
+    return problems
+
+
+# --- reading a table and a bucket -------------------------------------------------------------------
+
+
+@dataclass
+class AuditRead:
+    """What the readers found: the links, and the audit items from before the chain (not verifiable)."""
+
+    links: list[dict[str, Any]]
+    unchained: int = 0
+
+
+def read_table_links(dynamodb: Any, table_name: str, conversation_id: str | None = None) -> AuditRead:
+    """Every link of the table (a Scan filtered to AUDIT# partitions), or one conversation's (a Query)."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    deserializer = TypeDeserializer()
+    if conversation_id is not None:
+        pages: Iterator[dict[str, Any]] = dynamodb.get_paginator("query").paginate(
+            TableName=table_name,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": audit_partition(conversation_id)}},
+            ConsistentRead=True,
+        )
+    else:
+        pages = dynamodb.get_paginator("scan").paginate(
+            TableName=table_name,
+            FilterExpression="begins_with(pk, :audit)",
+            ExpressionAttributeValues={":audit": {"S": AUDIT_PREFIX}},
+            ConsistentRead=True,
+        )
+    read = AuditRead(links=[])
+    for page in pages:
+        for item in page.get("Items", []):
+            plain = {name: deserializer.deserialize(value) for name, value in item.items()}
+            if parse_link_sort_key(str(plain["sk"])) is None:
+                read.unchained += 1
+                continue
+            read.links.append(link_from_item(plain))
+    return read
+
+
+def read_copies(s3: Any, bucket: str, conversation_id: str | None = None) -> tuple[dict[LinkKey, bytes], set[LinkKey]]:
+    """Each link's WORM copy (the first version written of its object) and the objects written more than
+    once. S3 lists a key's versions newest first."""
+    prefix = OBJECT_PREFIX + (f"{conversation_id}/" if conversation_id else "")
+    first_versions: dict[LinkKey, tuple[str, str]] = {}
+    counts: dict[LinkKey, int] = defaultdict(int)
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for version in page.get("Versions", []):
+            key = parse_object_key(version["Key"])
+            if key is None:
+                continue
+            counts[key] += 1
+            first_versions[key] = (version["Key"], version["VersionId"])  # the last listed is the oldest
+    copies = {
+        key: s3.get_object(Bucket=bucket, Key=name, VersionId=version)["Body"].read()
+        for key, (name, version) in first_versions.items()
+    }
+    return copies, {key for key, count in counts.items() if count > 1}
+
+
+def verify_table_audit(
+    dynamodb_client: Any,
+    table_name: str,
+    s3_client: Any = None,
+    bucket: str | None = None,
+    *,
+    conversation_id: str | None = None,
+    now: float | None = None,
+) -> list[Problem]:
+    """Every audit chain in the table verified and, with a bucket, compared with its WORM copies: the
+    problems found (none: the audit is whole). AWS errors are the caller's to handle."""
+    read = read_table_links(dynamodb_client, table_name, conversation_id)
+    problems = verify_links(read.links, now=now)
+    if s3_client is not None and bucket:
+        copies, rewritten = read_copies(s3_client, bucket, conversation_id)
+        problems.extend(compare_copies(read.links, copies, rewritten=rewritten, now=now))
+    return problems

@@ -1,0 +1,98 @@
+"""The sweeper: no turn waits forever.
+
+A generated turn is finalized by its screened reply or, at its deadline, by the deadline message the
+dispatch function sent. Three faults leave it pending with neither: the dispatch fails for longer than
+the stream mapping keeps a record (an hour), so no deadline was ever sent; the deadline message fails
+five times and rests in the screen queue's DLQ; or the deadline could not be read after a pack change.
+A scheduled function (EventBridge Scheduler, every few minutes) sweeps them: it reads the turns still
+pending past their deadline plus a grace from the sparse pending-turn index (dialogue.store) and
+stores the same fixed fallback the deadline would have, counted, so an alarm sees each one. A turn is
+therefore final within `reply deadline + grace + the schedule's interval` whatever went wrong.
+
+The dispatch failure queue holds the stream batches the dispatch function gave up on: only shard ids
+and sequence numbers, each batch an hour old when it arrives, so every turn in it is past its
+deadline. Once a sweep has finalized every overdue turn, each of those turns is final, and the sweeper
+clears the queue (counting what it cleared) so the alarm on it rests until the next failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Protocol
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from dialogue.pack import DomainPack
+from dialogue.realize import ReplyDeadline
+from dialogue.records import ScreenOutcome, TurnRecord
+from dialogue.screens import deadline_outcome
+from dialogue.state import DialogueState
+
+SWEEP_PAGE = 100
+"""Overdue turns read per query of the pending-turn index."""
+SWEEP_LIMIT = 1000
+"""Turns one sweep finalizes at most; the rest wait for the next run (a backlog that large is an outage,
+and the alarm has already fired)."""
+
+
+class PendingTurns(Protocol):
+    def overdue_turns(
+        self, created_before: datetime, *, limit: int, after: str | None = None
+    ) -> tuple[list[TurnRecord], str | None]: ...
+
+    def record_screened_reply(
+        self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime
+    ) -> bool: ...
+
+
+class SweepResult(BaseModel):
+    """What one sweep did: turns it finalized with the fallback, overdue turns another path finalized
+    first, slot values a pack change no longer allows (read as unknown), and whether it reached the end
+    of the overdue turns (False: it stopped at SWEEP_LIMIT)."""
+
+    finalized: int = 0
+    already_final: int = 0
+    unreadable_values: int = 0
+    complete: bool = True
+
+
+def _overdue(store: PendingTurns, created_before: datetime) -> Iterator[TurnRecord]:
+    cursor: str | None = None
+    while True:
+        turns, cursor = store.overdue_turns(created_before, limit=SWEEP_PAGE, after=cursor)
+        yield from turns
+        if cursor is None:
+            return
+
+
+def sweep_overdue_turns(
+    store: PendingTurns,
+    pack: DomainPack,
+    *,
+    now: datetime,
+    reply_deadline: timedelta,
+    grace: timedelta,
+    limit: int = SWEEP_LIMIT,
+) -> SweepResult:
+    """Store the deadline's fixed fallback on every turn still pending `grace` after its deadline."""
+    result = SweepResult()
+    for seen, turn in enumerate(_overdue(store, now - reply_deadline - grace)):
+        if seen >= limit:
+            result.complete = False
+            break
+        _, unreadable = DialogueState.read_stored(pack.frame, turn.slots)
+        deadline = ReplyDeadline(
+            conversation_id=turn.conversation_id,
+            turn_id=turn.turn_id,
+            action=turn.action,  # type: ignore[arg-type]  # a pending turn's action is a model action
+            slots=dict(turn.slots),
+            due_at=turn.created_at + reply_deadline,
+        )
+        if store.record_screened_reply(turn.conversation_id, turn.turn_id, deadline_outcome(deadline, pack), now):
+            result.finalized += 1
+            result.unreadable_values += len(unreadable)
+        else:
+            result.already_final += 1
+    return result

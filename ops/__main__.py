@@ -1,0 +1,44 @@
+"""`python -m ops COMMAND ...`: the operator tools for a deployed stack.
+
+verify-audit --stack NAME [--region R] [--conversation ID]   the staff audit's chains and WORM copies
+smoke --stack NAME | --api-url URL [...]                     one resident turn to its reply
+teardown --stack NAME [--region R] [--yes]                   empty what blocks deletion, delete the stack
+
+Each command's own --help says more; `python -m ops.smoke` and `python -m ops.teardown` run as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+COMMANDS = ("verify-audit", "smoke", "teardown")
+
+
+def _command(name: str) -> Callable[[list[str]], int]:
+    if name == "verify-audit":
+        from ops.verify_audit import main as verify_audit
+
+        return lambda argv: verify_audit(argv)
+    if name == "smoke":
+        from ops.smoke import main as smoke
+
+        return lambda argv: smoke(argv)
+    from ops.teardown import main as teardown
+
+    return lambda argv: teardown(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    if argv[0] not in COMMANDS:
+        print(f"python -m ops: choose one of {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    return _command(argv[0])(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
