@@ -485,21 +485,8 @@ def count_reads(stack: LocalStack, conversation_id: str, staff: str) -> dict[str
     return read
 
 
-def _metric_total(stack: LocalStack, name: str) -> int:
-    import json
-
-    total = 0.0
-    for line in stack.log_lines:
-        if f'"{name}"' not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and "_aws" in record and name in record:
-            values = record[name]
-            total += sum(values) if isinstance(values, list) else values
-    return int(total)
+def _total(stack: LocalStack, name: str) -> int:
+    return int(stack.metric_total(name))
 
 
 def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int], last_reads: dict[str, int]) -> None:
@@ -524,12 +511,12 @@ def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int],
             "turns": counts["turns"],
             "generated turns": counts["generated turns"],
             "fixed-text turns": counts["fixed-text turns"],
-            "replies screened": _metric_total(stack, "RepliesScreened"),
-            "deadline fallbacks": _metric_total(stack, "DeadlineFallbacks"),
-            "stuck turns finalized by the sweeper": _metric_total(stack, "StuckTurnsFinalized"),
+            "replies screened": _total(stack, "RepliesScreened"),
+            "deadline fallbacks": _total(stack, "DeadlineFallbacks"),
+            "stuck turns finalized by the sweeper": _total(stack, "StuckTurnsFinalized"),
             "stream records given up (failure queue)": stack.stream.given_up,
-            "failure queue messages cleared": _metric_total(stack, "DispatchFailuresCleared"),
-            "stored values unreadable after the pack change": _metric_total(stack, "StoredValuesUnreadable"),
+            "failure queue messages cleared": _total(stack, "DispatchFailuresCleared"),
+            "stored values unreadable after the pack change": _total(stack, "StoredValuesUnreadable"),
             "realizer outage minutes": counts["realizer outage minutes"],
             "dispatch failure minutes": counts["dispatch failure minutes"],
             "reviews decided": sum(month.decisions.values()),

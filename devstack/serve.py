@@ -6,8 +6,8 @@ under /staff); the handler's answer is written back as it is (status, headers, b
 passes the JWT authorizer first, as in AWS: its bearer token must verify against devstack's key (see
 devstack/auth.py; `python -m devstack token --staff NAME` issues one), else 401. Generated turns
 complete in the background: a drainer thread runs the realizer and the screen function until both
-queues are empty. moto and the handlers are not thread-safe, so one lock serializes every use of the
-stack.
+queues are empty, and the sweeper every five minutes. moto and the handlers are not thread-safe, so
+one lock serializes every use of the stack.
 
 `GET /openapi.json` and `GET /openapi-staff.json` serve the OpenAPI documents the two resolvers
 generate from their routes.
@@ -215,7 +215,8 @@ class Gateway:
             with self._lock:
                 try:
                     self._stack.drain()
-                except Exception as error:  # keep serving; the turn falls back once its deadline passes
+                    self._stack.sweep_if_due()  # as EventBridge Scheduler runs the sweeper in AWS
+                except Exception as error:  # keep serving; the turn falls back at its deadline, or the sweep
                     where = "".join(traceback.format_tb(error.__traceback__))
                     name = type(error).__name__
                     print(f"devstack serve: draining the queues failed: {name}\n{where}", file=sys.stderr)

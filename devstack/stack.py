@@ -258,6 +258,15 @@ class LocalStack:
             result: dict[str, Any] = sweep_turns.lambda_handler({}, FakeLambdaContext(function_name="sweep_turns"))
         return result
 
+    def sweep_if_due(self) -> bool:
+        """Run the sweeper when its schedule says so (every SWEEP_INTERVAL seconds of the stack's clock)."""
+        now = self.clock.now_ms()
+        if self.last_sweep_ms is not None and now - self.last_sweep_ms < SWEEP_INTERVAL * 1000:
+            return False
+        self.run_sweeper()
+        self.last_sweep_ms = now
+        return True
+
     def run_for(self, seconds: float, *, step: float = 30, realizer: bool = True) -> None:
         """Let `seconds` of the stack's time pass, `step` at a time, as AWS would run it: each step the
         stream and screen mappings deliver what is due and the worker realizes what is queued (not
@@ -266,13 +275,25 @@ class LocalStack:
         while True:
             while self.run_dispatch() or (realizer and self.run_realizer()) or self.run_screen_function():
                 pass
-            now = self.clock.now_ms()
-            if self.last_sweep_ms is None or now - self.last_sweep_ms >= SWEEP_INTERVAL * 1000:
-                self.run_sweeper()
-                self.last_sweep_ms = now
+            self.sweep_if_due()
             if self.clock.offset_ms >= end:
                 return
             self.clock.offset_ms += min(round(step * 1000), end - self.clock.offset_ms)
+
+    def metric_total(self, name: str) -> float:
+        """The sum of every value of one EMF metric the functions logged (0 when none was)."""
+        total = 0.0
+        for line in self.log_lines:
+            if f'"{name}"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "_aws" in record and name in record:
+                values = record[name]
+                total += sum(values) if isinstance(values, list) else values
+        return total
 
     def realized_replies(self) -> dict[tuple[str, int], Any]:
         """Every RealizedReply sent to the screen queue so far, by (conversation id, turn id)."""

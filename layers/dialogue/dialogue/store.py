@@ -556,14 +556,7 @@ class DynamoConversationStore:
             "Limit": min(first_page, self.TAIL_PAGE),
             "ConsistentRead": True,
         }
-        while True:
-            with _store_errors():
-                response = self._client.query(**query)
-            yield from response.get("Items", [])
-            if "LastEvaluatedKey" not in response:
-                return
-            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-            query["Limit"] = self.TAIL_PAGE
+        return self._query_pages(query, next_limit=self.TAIL_PAGE)
 
     def _items_under(self, conversation_id: UUID, prefix: str) -> Iterator[dict[str, Any]]:
         query: dict[str, Any] = {
@@ -572,6 +565,11 @@ class DynamoConversationStore:
             "ExpressionAttributeValues": self._item({":pk": partition_key(conversation_id), ":prefix": prefix}),
             "ConsistentRead": True,
         }
+        return self._query_pages(query)
+
+    def _query_pages(self, query: dict[str, Any], *, next_limit: int | None = None) -> Iterator[dict[str, Any]]:
+        """A query's items, page after page as they are consumed (the pages after the first `next_limit`
+        items each, when given)."""
         while True:
             with _store_errors():
                 response = self._client.query(**query)
@@ -579,6 +577,8 @@ class DynamoConversationStore:
             if "LastEvaluatedKey" not in response:
                 return
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            if next_limit is not None:
+                query["Limit"] = next_limit
 
     def _get(self, conversation_id: UUID, sort_key: str) -> GetItemOutputTypeDef:
         """One item of the conversation, read consistently."""
