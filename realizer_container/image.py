@@ -7,10 +7,11 @@
 `pin` asks the registry for the digest of the Dockerfile's VLLM_IMAGE (`docker buildx imagetools
 inspect`) and writes `IMAGE@sha256:...` to realizer_container/base-image.digest, the committed lock
 file. `build` and `push` pass that digest as VLLM_DIGEST and refuse to run without one. `push` builds
-for linux/amd64, tags the image with the commit (`git rev-parse --short HEAD`), pushes it to the
-repository the stack names in its RealizerRepositoryUri output, reads back the digest the registry
-gave it and prints the one line to deploy it with (docs/DEPLOY.md step 2: `sam deploy --guided`
-again, pasting the digest at its prompt, so samconfig.toml keeps it for later deploys):
+for linux/amd64, tags the image with the commit's full SHA (`git rev-parse HEAD`: the repository's tags
+are immutable, and a short SHA can collide), pushes it to the repository the stack names in its
+RealizerRepositoryUri output, reads back the digest the registry gave it and prints the one line to
+deploy it with (docs/DEPLOY.md step 2: `sam deploy --guided` again, pasting the digest at its prompt,
+so samconfig.toml keeps it for later deploys):
 
     RealizerImageDigest=sha256:... (run `sam deploy --guided` and give it at Parameter RealizerImageDigest)
 
@@ -125,7 +126,8 @@ def pin(lock_file: Path, dockerfile: Path = DOCKERFILE) -> str:
 
 
 def commit_tag() -> str:
-    return run(["git", "rev-parse", "--short", "HEAD"], capture=True).strip()
+    """The commit's full SHA (40 hex digits), never a short one that another commit may share."""
+    return run(["git", "rev-parse", "HEAD"], capture=True).strip()
 
 
 def build(tag: str, base_digest: str) -> None:

@@ -78,6 +78,8 @@ errors = error_responses(
         404: "No conversation or turn with that id, or no route for that method and path.",
         409: "Another turn changed the conversation first, a retry of this key is still running, or the "
         "conversation reached its turn limit.",
+        429: "The conversation asked for more worded replies in the last hour than the desk allows; send the "
+        "turn again after `Retry-After` seconds.",
         422: "The request does not validate: on a posted turn, the text is empty or longer than the limit "
         "(any other malformed request is a 400).",
         503: "The store is unavailable for a moment; retry after `Retry-After` seconds.",

@@ -87,7 +87,7 @@ def create_conversation() -> Response[ConversationCreated]:
         **success(
             HTTPStatus.ACCEPTED, TurnAccepted, "Accepted: a model words the reply; read the turn until it is final."
         ),
-        **errors(400, 404, 409, 422),
+        **errors(400, 404, 409, 422, 429),
     },
 )
 def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, Body()]) -> Response[dict[str, Any]]:
@@ -136,6 +136,7 @@ def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
         now=_now(),
         max_turns=get_settings().max_turns_per_conversation,
         request_key=request.idempotency_key or None,
+        max_generated_per_hour=get_settings().max_generated_turns_per_hour,
     )
     turn = view.turn
     logger.info(

@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import threading
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from realizer.engines import ENGINE_NAMES, QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable, build_engine
@@ -72,6 +73,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def stale_after(deadline_seconds: str | None) -> timedelta | None:
+    """How old a job may be before it is dropped unrun: its turn's reply deadline (REPLY_DEADLINE_SECONDS,
+    the template passes the stack's); unset or not a positive whole number, never dropped."""
+    if deadline_seconds is None or not deadline_seconds.strip().isdigit() or int(deadline_seconds) < 1:
+        return None
+    return timedelta(seconds=int(deadline_seconds))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     missing = [name for name in ("REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL") if not os.environ.get(name)]
@@ -110,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         max_batch_wait_seconds=args.max_batch_wait_seconds,
         visibility_timeout=visibility_timeout,
         health_file=args.heartbeat_file,
+        stale_after=stale_after(os.environ.get("REPLY_DEADLINE_SECONDS")),
     )
     worker.run(stopping.is_set)
     return 0

@@ -28,11 +28,13 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from dialogue.clock import system_time
 from dialogue.realize import Realization, RealizedReply, RealizeJob
 from realizer.engines import Engine
 from realizer.logs import log
@@ -184,6 +186,8 @@ class RealizerWorker:
         heartbeat_interval: float | None = None,
         health_file: str | Path | None = None,
         retry_delay_seconds: int = 5,
+        stale_after: timedelta | None = None,
+        clock: Callable[[], datetime] = system_time,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -209,11 +213,17 @@ class RealizerWorker:
         self._health_file = Path(health_file) if health_file else None
         self._should_stop: Callable[[], bool] = _never
         self.last_cycle_ok = True
+        # A job older than this (its turn's reply deadline) is dropped unrun: its turn already shows the
+        # fallback, so wording it would spend the GPU on a reply no one is shown. None: never drop.
+        self._stale_after = stale_after
+        self._clock = clock
+        self.stale_dropped = 0
 
     # --- one cycle --------------------------------------------------------------------------------
 
     def poll_once(self) -> int:
-        """One collect → realize → send → delete cycle. Returns how many jobs were answered."""
+        """One collect → realize → send → delete cycle. Returns how many jobs were handled: answered, or
+        dropped unrun as stale (`stale_after`)."""
         self.last_cycle_ok = True
         heartbeat = VisibilityHeartbeat(
             self._client, self._realize_queue_url, timeout=self._visibility_timeout, interval=self._heartbeat_interval
@@ -296,7 +306,30 @@ class RealizerWorker:
         batch.received.append(_Received(message_id=message_id, receipt_handle=handle, job=job))
         heartbeat.track([handle])
 
+    def _drop_stale(self, batch: _Batch, heartbeat: VisibilityHeartbeat) -> int:
+        """Delete, unrun, the jobs whose turn's deadline has passed (after a cold start or an outage the
+        queue holds jobs whose turns already show the fallback); returns how many. Counted and logged."""
+        if self._stale_after is None:
+            return 0
+        now = self._clock()
+        stale = [item for item in batch.received if item.job.created_at + self._stale_after <= now]
+        if not stale:
+            return 0
+        batch.received = [item for item in batch.received if item not in stale]
+        handles = [item.receipt_handle for item in stale]
+        heartbeat.forget(handles)
+        self._delete(handles)
+        self.stale_dropped += len(stale)
+        log.info("stale jobs dropped unrun", extra={"jobs": len(stale), "job_ids": [i.job.job_id for i in stale]})
+        return len(stale)
+
     def _realize(self, batch: _Batch, heartbeat: VisibilityHeartbeat) -> int:
+        dropped = self._drop_stale(batch, heartbeat)
+        if not batch.received:
+            return dropped
+        return dropped + self._realize_fresh(batch, heartbeat)
+
+    def _realize_fresh(self, batch: _Batch, heartbeat: VisibilityHeartbeat) -> int:
         groups = batch.groups()
         jobs = [group[0].job for group in groups]
         if len(jobs) < len(batch.received):

@@ -106,3 +106,25 @@ def test_the_first_deploy_answers_leave_the_realizer_out() -> None:
     assert answers["Parameter RealizerImageDigest"].startswith("Enter: empty")
     assert "`0`" in answers["Parameter RealizerMinTasks"]
     assert answers["Allow SAM CLI IAM role creation"].startswith("`Y`")
+
+
+# Shell variables a reader's shell has without the guide defining them.
+ENVIRONMENT_VARIABLES = {"HOME", "PATH", "PWD", "USER"}
+
+
+def test_every_shell_variable_the_guide_uses_is_defined_before_its_use() -> None:
+    """Each `$NAME` in the guide's sh blocks (outside single quotes, which jq filters use) is set by an
+    earlier `NAME=...`, `read NAME` or `for NAME in` in the guide: a reader copying the commands in order
+    never sends a request to an empty `$API`."""
+    text = GUIDE.read_text()
+    defined: set[str] = set(ENVIRONMENT_VARIABLES)
+    undefined = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
+        code = re.sub(r"'[^']*'", "''", block)
+        for line in code.splitlines():
+            line = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
+            # A loop's variable is set before the loop's body on the same line uses it.
+            defined |= set(re.findall(r"\b(?:read(?:\s+-\w+)*|for)\s+([A-Za-z_]\w*)", line))
+            undefined += sorted(set(re.findall(r"\$\{?([A-Za-z_]\w*)", line)) - defined)
+            defined |= set(re.findall(r"(?:^|[\s;(])([A-Za-z_]\w*)=", line))
+    assert not undefined, undefined

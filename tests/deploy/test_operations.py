@@ -239,8 +239,15 @@ def test_stopped_tasks_and_failed_launches_reach_the_topic(template: dict[str, A
     assert stopped["detail-type"] == ["ECS Task State Change"]
     assert referenced_id(stopped["detail"]["clusterArn"][0]) == "RealizerCluster"
     assert stopped["detail"]["lastStatus"] == ["STOPPED"]
-    # A scale-in or a deploy stops tasks too (ServiceSchedulerInitiated): those are not news.
-    assert set(stopped["detail"]["stopCode"]) == {"EssentialContainerExited", "TaskFailedToStart"}
+    # A scale-in or a deploy stops tasks too (ServiceSchedulerInitiated): those are not news. A
+    # health-check kill is the same stop code with a health-check reason: that is news.
+    on_its_own, health_check_kill = stopped["detail"]["$or"]
+    assert on_its_own == {"stopCode": ["EssentialContainerExited", "TaskFailedToStart"]}
+    assert health_check_kill == {
+        "stopCode": ["ServiceSchedulerInitiated"],
+        "stoppedReason": [{"wildcard": "*health check*"}],
+    }
+    assert "stopCode" not in stopped["detail"]
     launches = rules["GpuLaunchFailedRule"]["EventPattern"]
     assert launches["detail-type"] == ["EC2 Instance Launch Unsuccessful"]
     assert referenced_id(launches["detail"]["AutoScalingGroupName"][0]) == "GpuAutoScalingGroup"
@@ -313,5 +320,7 @@ def test_every_function_starts_from_a_snapshot(template: dict[str, Any]) -> None
         assert properties["AutoPublishAlias"] == "live", name
         # A new layer alone must publish a new version (and snapshot), not leave the alias on the old one.
         assert properties["AutoPublishAliasAllProperties"] is True, name
+        # A snapshot is billed while its version exists: a deploy deletes the version it replaces.
+        assert properties["VersionDeletionPolicy"] == "Delete", name
         source = (ROOT / FUNCTIONS[name]["CodeUri"] / (FUNCTIONS[name]["Handler"].split(".")[0] + ".py")).read_text()
         assert "register_snapshot_hooks()" in source, name

@@ -7,6 +7,7 @@ read on stdin) and prints a canned answer. CloudFormation is botocore's Stubber.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -138,9 +139,10 @@ def stack_with(outputs: dict[str, str]) -> dict[str, Any]:
 
 
 def commit() -> str:
-    return subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    """The commit's full SHA: the repository's tags are immutable, and a short SHA can collide."""
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert re.fullmatch(r"[0-9a-f]{40}", sha.strip())
+    return sha.strip()
 
 
 def test_pin_writes_the_registry_digest_of_the_dockerfiles_base(

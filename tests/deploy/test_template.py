@@ -265,7 +265,9 @@ def test_staff_sign_in_is_cognito_with_the_group_the_function_checks(template: d
     assert domain["ManagedLoginVersion"] == 2 and referenced_id(domain["UserPoolId"]) == "StaffUserPool"
     client = resources["StaffConsoleClient"]["Properties"]
     assert client["GenerateSecret"] is False
-    assert client["AllowedOAuthFlows"] == ["code"] and client["AllowedOAuthFlowsUserPoolClient"] is True
+    # The code flow once a return address is given (test_localhost_sign_in_only_when_a_parameter_asks).
+    assert client["AllowedOAuthFlows"] == {"Fn::If": ["HasStaffSignIn", ["code"], {"Ref": "AWS::NoValue"}]}
+    assert client["AllowedOAuthFlowsUserPoolClient"] == {"Fn::If": ["HasStaffSignIn", True, False]}
     assert client["SupportedIdentityProviders"] == ["COGNITO"]
     authorizer = resources["ConversationApi"]["Properties"]["Auth"]["Authorizers"]["StaffJwt"]
     assert authorizer["IdentitySource"] == "$request.header.Authorization"
@@ -535,12 +537,34 @@ def test_every_function_runs_the_lambda_runtime(template: dict[str, Any]) -> Non
 
 
 def test_every_queue_and_stream_event_source_reports_partial_batch_failures(template: dict[str, Any]) -> None:
-    """A failed record is retried alone: every SQS and stream event source has ReportBatchItemFailures."""
+    """A failed record is retried alone: every SQS and stream event source (a SAM event or an explicit
+    event source mapping) has ReportBatchItemFailures."""
     for name in FUNCTIONS:
         for event_id, event in function_properties(template, name).get("Events", {}).items():
             if event["Type"] in ("SQS", "DynamoDB"):
                 assert event["Properties"].get("FunctionResponseTypes") == ["ReportBatchItemFailures"], event_id
-    assert not resources_of_type(template, "AWS::Lambda::EventSourceMapping")
+    mappings = resources_of_type(template, "AWS::Lambda::EventSourceMapping")
+    assert set(mappings) == {"ScreenReplyEventSource"}
+    for mapping_id, mapping in mappings.items():
+        assert mapping["Properties"].get("FunctionResponseTypes") == ["ReportBatchItemFailures"], mapping_id
+
+
+def test_the_screen_function_may_poll_its_own_queue_and_no_other(template: dict[str, Any]) -> None:
+    """No function has a SAM SQS event (it attaches AWSLambdaSQSQueueExecutionRole: every queue of the
+    account). The screen queue reaches the screen function's live alias through an explicit mapping, and
+    the function's own statement grants what the mapping polls with, on that queue alone."""
+    for name in FUNCTIONS:
+        kinds = {event["Type"] for event in function_properties(template, name).get("Events", {}).values()}
+        assert "SQS" not in kinds, name
+    mapping = template["Resources"]["ScreenReplyEventSource"]["Properties"]
+    assert referenced_id(mapping["EventSourceArn"]) == "ScreenQueue"
+    assert mapping["FunctionName"] == {"Ref": "ScreenReplyFunction.Alias"}
+    assert (mapping["BatchSize"], mapping["ScalingConfig"]["MaximumConcurrency"]) == (10, 5)
+    statements = list(iam_statements(function_properties(template, "ScreenReplyFunction")["Policies"]))
+    on_queues = [s for s in statements if any(str(a).startswith("sqs:") for a in as_list(s["Action"]))]
+    (poll,) = on_queues
+    assert poll["Effect"] == "Allow" and referenced_id(poll["Resource"]) == "ScreenQueue"
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"} <= set(poll["Action"])
 
 
 def test_dead_letter_queues_outlive_their_sources(template: dict[str, Any]) -> None:
@@ -1064,3 +1088,111 @@ def test_the_sweeper_runs_every_five_minutes_on_the_pending_turn_index_and_is_al
         "GreaterThanThreshold",
     )
     assert dimension(alarm, "service") == SERVICE_NAMES["SweepTurnsFunction"]
+
+
+# --- issue 25: what a failed first create leaves, staff sign-in, key and names ----------------------
+
+
+def test_the_stateful_resources_outlive_a_stack_delete_but_not_a_failed_first_create(template: dict[str, Any]) -> None:
+    """The table and the staff pool are kept when the stack is deleted, but a first create that fails and
+    rolls back removes them (RetainExceptOnCreate); a replacement keeps the old one (UpdateReplacePolicy
+    has no RetainExceptOnCreate). The guide says so, not that they "outlive a redeploy"."""
+    for name in ("ConversationTable", "StaffUserPool"):
+        resource = template["Resources"][name]
+        assert resource["DeletionPolicy"] == "RetainExceptOnCreate", name
+        assert resource["UpdateReplacePolicy"] == "Retain", name
+    guide = (ROOT / "docs" / "DEPLOY.md").read_text()
+    assert "outlive a redeploy" not in guide
+    assert "RetainExceptOnCreate" in guide
+
+
+def test_staff_sign_in_requires_an_authenticator_code_and_an_administrator_to_recover(
+    template: dict[str, Any],
+) -> None:
+    pool = template["Resources"]["StaffUserPool"]["Properties"]
+    assert pool["MfaConfiguration"] == "ON"
+    assert pool["EnabledMfas"] == ["SOFTWARE_TOKEN_MFA"]
+    # No self-service recovery: not by e-mail alone (nor by a phone alone).
+    assert pool["AccountRecoverySetting"] == {"RecoveryMechanisms": [{"Name": "admin_only", "Priority": 1}]}
+
+
+def test_localhost_sign_in_only_when_a_parameter_asks(template: dict[str, Any]) -> None:
+    """The console's return addresses are StaffConsoleUrls (empty by default) and localhost only when
+    StaffConsoleOnLocalhost is true (false by default); with neither, the client has no OAuth flow
+    (Cognito refuses the code flow without a return address)."""
+    parameters = template["Parameters"]
+    assert parameters["StaffConsoleUrls"]["Default"] == ""
+    assert "localhost" not in json.dumps(parameters["StaffConsoleUrls"]["Default"])
+    assert parameters["StaffConsoleOnLocalhost"]["Default"] == "false"
+    assert set(parameters["StaffConsoleOnLocalhost"]["AllowedValues"]) == {"true", "false"}
+    conditions = template["Conditions"]
+    assert conditions["AllowsLocalhostSignIn"] == {"Fn::Equals": [{"Ref": "StaffConsoleOnLocalhost"}, "true"]}
+    assert conditions["HasStaffSignIn"] == {
+        "Fn::Or": [{"Condition": "HasStaffConsoleUrls"}, {"Condition": "AllowsLocalhostSignIn"}]
+    }
+    client = template["Resources"]["StaffConsoleClient"]["Properties"]
+    for key in ("CallbackURLs", "LogoutURLs"):
+        condition, with_urls, without_urls = client[key]["Fn::If"]
+        assert condition == "HasStaffConsoleUrls"
+        local, both, urls_only = with_urls["Fn::If"]
+        assert local == "AllowsLocalhostSignIn" and urls_only == {"Ref": "StaffConsoleUrls"}
+        assert "http://localhost:3000/console" in json.dumps(both) and "StaffConsoleUrls" in json.dumps(both)
+        assert without_urls == {
+            "Fn::If": ["AllowsLocalhostSignIn", ["http://localhost:3000/console"], {"Ref": "AWS::NoValue"}]
+        }
+    # localhost appears nowhere else in the template's resources.
+    elsewhere = {name: res for name, res in template["Resources"].items() if name != "StaffConsoleClient"}
+    assert "localhost" not in json.dumps(elsewhere)
+
+
+def test_the_console_client_allows_the_flows_managed_login_needs(template: dict[str, Any]) -> None:
+    """Managed login signs in with SRP or choice-based sign-in; tokens are renewed; no password-in-the-clear,
+    admin or custom flow."""
+    flows = set(template["Resources"]["StaffConsoleClient"]["Properties"]["ExplicitAuthFlows"])
+    assert "ALLOW_REFRESH_TOKEN_AUTH" in flows
+    assert flows & {"ALLOW_USER_SRP_AUTH", "ALLOW_USER_AUTH"}
+    assert flows <= {"ALLOW_USER_SRP_AUTH", "ALLOW_USER_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}
+    assert template["Resources"]["StaffUserPool"]["Properties"]["UserPoolTier"] != "LITE"  # ALLOW_USER_AUTH
+
+
+def test_the_encryption_comments_name_the_key_the_tables_use(template: dict[str, Any]) -> None:
+    """SSEEnabled true without a key id is the AWS managed key (aws/dynamodb), not the AWS owned key (the
+    default with SSE off): each table's checkov reason names the key it has."""
+    for name, table in resources_of_type(template, "AWS::DynamoDB::Table").items():
+        sse = table["Properties"]["SSESpecification"]
+        (reason,) = [s["comment"] for s in table["Metadata"]["checkov"]["skip"] if s["id"] == "CKV_AWS_119"]
+        if sse.get("SSEEnabled") is True and "KMSMasterKeyId" not in sse:
+            assert "AWS managed key" in reason and "owned key" not in reason, name
+        else:
+            assert "AWS owned key" in reason and "managed key (" not in reason, name
+
+
+# Resource types whose names are unique in the whole account, not per region.
+ACCOUNT_WIDE_NAMES = {
+    "AWS::Budgets::Budget": ("Budget", "BudgetName"),
+    "AWS::CloudWatch::Dashboard": ("DashboardName",),
+    "AWS::CloudFront::OriginAccessControl": ("OriginAccessControlConfig", "Name"),
+    "AWS::CloudFront::ResponseHeadersPolicy": ("ResponseHeadersPolicyConfig", "Name"),
+    "AWS::CloudFront::CachePolicy": ("CachePolicyConfig", "Name"),
+    "AWS::CloudFront::OriginRequestPolicy": ("OriginRequestPolicyConfig", "Name"),
+    "AWS::IAM::Role": ("RoleName",),
+    "AWS::IAM::ManagedPolicy": ("ManagedPolicyName",),
+    "AWS::IAM::InstanceProfile": ("InstanceProfileName",),
+}
+
+
+def test_account_wide_names_carry_the_region(template: dict[str, Any]) -> None:
+    """A name unique in the account and built from the stack name also names the region, so the same
+    stack name deploys in two regions of one account."""
+    named = 0
+    for resource_type, path in ACCOUNT_WIDE_NAMES.items():
+        for name, resource in resources_of_type(template, resource_type).items():
+            value: Any = resource.get("Properties", {})
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is None:
+                continue  # CloudFormation generates a unique name
+            named += 1
+            text = json.dumps(value)
+            assert "AWS::StackName" in text and "AWS::Region" in text, (name, value)
+    assert named >= 4

@@ -261,3 +261,28 @@ def test_turn_limit_per_conversation(stack: LocalStack, monkeypatch: pytest.Monk
     }
     assert "retry-after" not in refused.headers
     assert len(turn_items(stack, conversation_id)) == 3
+
+
+def test_worded_replies_per_conversation_per_hour_are_capped_with_a_429(
+    stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worded reply wakes or keeps a GPU, and the turn API is public: one conversation may ask for
+    MAX_GENERATED_TURNS_PER_HOUR of them an hour. Past that a generated turn gets 429 with the seconds
+    until its hour ends, and nothing is stored; fixed-text turns, which call no model, still answer; the
+    next hour takes generated turns again."""
+    monkeypatch.setenv("MAX_GENERATED_TURNS_PER_HOUR", "2")
+    reset_caches()
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    worded = {"text": "Forklift, by email."}
+    assert [stack.call_api("POST", path, worded).status for _ in range(2)] == [202, 202]
+    stack.advance(600)
+    refused = stack.call_api("POST", path, worded)
+    assert (refused.status, refused.body["error"]) == (429, "GeneratedTurnLimitReached")
+    assert refused.body["message"].count(".") == 1 and "Forklift" not in refused.body["message"]
+    assert 2990 <= int(refused.headers["retry-after"]) <= 3000
+    assert len(turn_items(stack, conversation_id)) == 2
+    assert stack.call_api("POST", path, {"text": "Can I talk to a person?"}).status == 200
+    stack.advance(3000)
+    assert stack.call_api("POST", path, worded).status == 202
+    assert len(turn_items(stack, conversation_id)) == 4

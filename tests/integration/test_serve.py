@@ -199,11 +199,11 @@ def test_serves_the_openapi_document(server: Server) -> None:
             for code, response in errors.items():
                 schema = response["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (method, path, code)
-                assert ("headers" in response) is (code in ("409", "503")), (method, path, code)
+                assert ("headers" in response) is (code in ("409", "429", "503")), (method, path, code)
             if "{" in path:
                 assert "400" in errors, (method, path)
     turns = document["paths"]["/conversations/{conversation_id}/turns"]["post"]["responses"]
-    assert {"200", "202", "400", "404", "409", "422"} <= set(turns)
+    assert {"200", "202", "400", "404", "409", "422", "429"} <= set(turns)
     for status in ("200", "202"):
         assert turns[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/TurnAccepted"}
     validator = pytest.importorskip("openapi_spec_validator")  # comes with moto[server]

@@ -488,3 +488,35 @@ def test_entry_point_answers_a_job_and_exits_cleanly_on_sigterm(tmp_path: Path) 
     assert any(line["message"] == "worker stopped" for line in lines)
     for text in [reply.text, *forbidden_texts([job])]:
         assert text not in stdout and text not in stderr
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_job_past_its_turns_deadline_is_dropped_unrun_and_counted(sqs: Any, pack: DomainPack, stale: bool) -> None:
+    """After a cold start or an outage the queue holds jobs whose turns already show the deadline's
+    fallback: wording them would spend the GPU on replies no one is shown. The worker deletes them unrun
+    and counts them; a job inside its deadline is realized as before (a fake engine records what runs)."""
+    from datetime import timedelta
+
+    from realizer.__main__ import stale_after
+
+    queues = make_queues(sqs)
+    old, fresh = make_job(pack), make_job(pack)
+    deadline = stale_after("60")
+    assert deadline == timedelta(seconds=60) and stale_after(None) is None and stale_after("0") is None
+    now = old.created_at + deadline + timedelta(seconds=1 if stale else -1)
+    send_jobs(sqs, queues.realize, [old])
+    engine = FakeEngine()
+    worker = make_worker(sqs, queues, engine, stale_after=deadline, clock=lambda: now)
+    assert worker.poll_once() == 1
+    assert worker.stale_dropped == int(stale)
+    assert engine.batches == ([] if stale else [[old.job_id]])
+    assert counts(sqs, queues.realize) == (0, 0), "answered or dropped, the job leaves the queue"
+    assert len(drain(sqs, queues.screen)) == (0 if stale else 1)
+    # In one batch, the stale job is dropped and the fresh one worded.
+    old = make_job(pack).model_copy(update={"created_at": fresh.created_at - 2 * deadline})
+    send_jobs(sqs, queues.realize, [old, fresh])
+    engine.batches.clear()
+    worker = make_worker(sqs, queues, engine, stale_after=deadline, clock=lambda: fresh.created_at)
+    assert worker.poll_once() == 2
+    assert (engine.batches, worker.stale_dropped) == ([[fresh.job_id]], 1)
+    assert counts(sqs, queues.realize) == (0, 0) and len(drain(sqs, queues.screen)) == 1

@@ -21,7 +21,10 @@ function sentenceFor(status, body) {
   if (status === 409 && (BUSY_CODES.has(code) || !body || typeof body.message !== "string")) {
     return "The desk was busy with your previous message; try again.";
   }
-  if (status === 429) return "Too many messages at once; wait a moment and try again.";
+  // The desk's own cap on worded replies per conversation says how long to wait; a throttle says nothing.
+  if (status === 429 && code !== "GeneratedTurnLimitReached") {
+    return "Too many messages at once; wait a moment and try again.";
+  }
   if (status >= 500) return "The desk is not answering right now; try again in a moment.";
   if (body && typeof body.message === "string") return body.message;
   return "The request did not go through.";

@@ -27,6 +27,7 @@ from dialogue.errors import (
     ConversationNotFound,
     CorrectionRequired,
     DialogueError,
+    GeneratedTurnLimitReached,
     HandoffClosed,
     InvalidDecision,
     InvalidIdempotencyKey,
@@ -51,6 +52,7 @@ ErrorCode = Literal[
     "ConcurrentTurnConflict",
     "RetryInProgress",
     "TurnLimitReached",
+    "GeneratedTurnLimitReached",
     "InvalidIdempotencyKey",
     "StoreUnavailable",
     "QueueUnavailable",
@@ -98,6 +100,7 @@ ERROR_STATUS: Mapping[type[DialogueError], HTTPStatus] = {
     ConcurrentTurnConflict: HTTPStatus.CONFLICT,
     RetryInProgress: HTTPStatus.CONFLICT,
     TurnLimitReached: HTTPStatus.CONFLICT,
+    GeneratedTurnLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
     ClaimedByOther: HTTPStatus.CONFLICT,
     ClaimRequired: HTTPStatus.CONFLICT,
     AlreadyDecided: HTTPStatus.CONFLICT,
@@ -159,7 +162,7 @@ def error_responses(descriptions: Mapping[int, str]) -> Callable[..., dict[int, 
         documented: dict[int, Any] = {}
         for status in sorted({*statuses, 404, 422, 503}):
             response: dict[str, Any] = {"description": descriptions[status], "content": _json(ErrorBody)}
-            if status in (409, 503):
+            if status in (409, 429, 503):
                 response["headers"] = _RETRY_AFTER
             documented[status] = response
         return documented
@@ -188,6 +191,8 @@ def install_error_handlers(
         status = ERROR_STATUS.get(type(error), HTTPStatus.INTERNAL_SERVER_ERROR)
         logger.info("request refused", error=type(error).__name__, status=int(status))
         headers = {"Retry-After": "1"} if isinstance(error, RETRYABLE) else None
+        if isinstance(error, GeneratedTurnLimitReached):
+            headers = {"Retry-After": str(error.retry_after)}
         # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
         return error_response(status, cast(ErrorCode, type(error).__name__), error.message, headers)
 

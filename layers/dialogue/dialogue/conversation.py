@@ -8,14 +8,21 @@ Reading a turn never writes.
 
 from __future__ import annotations
 
-from datetime import datetime
+import math
+from datetime import datetime, timedelta
 from typing import Literal
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.actions import HANDED_OFF, Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
-from dialogue.errors import ConversationNotFound, StoreUnavailable, TurnLimitReached, TurnNotFound
+from dialogue.errors import (
+    ConversationNotFound,
+    GeneratedTurnLimitReached,
+    StoreUnavailable,
+    TurnLimitReached,
+    TurnNotFound,
+)
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state, turn_topic
 from dialogue.records import ConversationRecord, TurnRecord
@@ -70,11 +77,14 @@ def take_turn(
     now: datetime,
     max_turns: int,
     request_key: str | None = None,
+    max_generated_per_hour: int | None = None,
 ) -> TurnView:
     """Apply one user turn. Fixed actions come back final with their reply; generated ones pending.
 
     With a `request_key` (the client's idempotency key), a key this conversation already used gets
-    the turn it made, as that turn stands now, and nothing new is written.
+    the turn it made, as that turn stands now, and nothing new is written. With
+    `max_generated_per_hour`, a turn that would be worded by the model past that many in the
+    conversation's current hour is refused (GeneratedTurnLimitReached) and nothing is written.
     """
     before = load_conversation(store, conversation_id)
     if before.turn_count >= max_turns:
@@ -86,6 +96,8 @@ def take_turn(
     before = before.model_copy(update={"state": current})
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
+    if uses_model and max_generated_per_hour is not None:
+        before = _count_generated(before, now, max_generated_per_hour)
     handed_off = action in HANDED_OFF
     turn = TurnRecord(
         conversation_id=conversation_id,
@@ -115,6 +127,20 @@ def take_turn(
             raise StoreUnavailable()
         turn = earlier
     return TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=unreadable)
+
+
+GENERATED_WINDOW = timedelta(hours=1)
+
+
+def _count_generated(record: ConversationRecord, now: datetime, cap: int) -> ConversationRecord:
+    """The record with one more worded reply counted in its hour-long window (a new window once the last
+    one has ended); GeneratedTurnLimitReached, saying when the window ends, when the cap is reached."""
+    since, count = record.generated_since, record.generated_count
+    if since is None or now - since >= GENERATED_WINDOW:
+        since, count = now, 0
+    if count >= cap:
+        raise GeneratedTurnLimitReached(retry_after=math.ceil((since + GENERATED_WINDOW - now).total_seconds()))
+    return record.model_copy(update={"generated_since": since, "generated_count": count + 1})
 
 
 def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:

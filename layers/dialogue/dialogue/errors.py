@@ -36,6 +36,18 @@ class TurnLimitReached(DialogueError):
     message = "This conversation has reached its turn limit; start a new conversation."
 
 
+class GeneratedTurnLimitReached(DialogueError):
+    """A conversation asked for more worded replies in an hour than a resident needs: each wakes or keeps a
+    GPU, so the cap bounds what one public conversation can spend. `retry_after`: seconds until its hour
+    ends."""
+
+    message = "This conversation has asked for many replies in the last hour; wait a few minutes, then send it again."
+
+    def __init__(self, retry_after: int = 60) -> None:
+        super().__init__()
+        self.retry_after = max(1, retry_after)
+
+
 class InvalidIdempotencyKey(DialogueError):
     message = "The Idempotency-Key header must be 1 to 128 letters, digits, dots, underscores, colons or hyphens."
 

@@ -23,6 +23,9 @@ class ConversationRecord(BaseModel):
     turn_count: Annotated[int, Field(ge=0)]
     created_at: datetime
     updated_at: datetime
+    # The worded replies asked for in the current hour-long window, and when that window began.
+    generated_since: datetime | None = None
+    generated_count: Annotated[int, Field(ge=0)] = 0
 
 
 class TurnRecord(BaseModel):

@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     # The sweeper: a turn still pending this long after its deadline gets the fallback (dialogue.sweep).
     sweep_grace_seconds: Annotated[int, Field(ge=0, le=3600)] = 120
     dispatch_failure_queue_url: str = ""
+    # Worded (generated) replies one conversation may ask for in an hour: each wakes or keeps a GPU.
+    max_generated_turns_per_hour: Annotated[int, Field(ge=1, le=10_000)] = 30
     max_turns_per_conversation: Annotated[int, Field(ge=1, le=10_000)] = 200
     # The reply screens' profile (SCREEN_PROFILE: lesson or desk); unset, the pack's.
     screen_profile: ScreenProfile | None = None

@@ -229,6 +229,8 @@ class DynamoConversationStore:
                 "turn_count": record.turn_count,
                 "created_at": stored_time(record.created_at),
                 "updated_at": stored_time(record.updated_at),
+                "generated_since": stored_time(record.generated_since) if record.generated_since else None,
+                "generated_count": record.generated_count or None,
                 "expires_at": _epoch(record.updated_at + self._retention),
             }
         )
@@ -284,6 +286,8 @@ class DynamoConversationStore:
             turn_count=int(plain["turn_count"]),
             created_at=plain["created_at"],
             updated_at=plain["updated_at"],
+            generated_since=plain.get("generated_since"),
+            generated_count=int(plain.get("generated_count", 0)),
         )
 
     def commit_turn(

@@ -1,0 +1,567 @@
+"""`make preflight` (ops/preflight.py) on moto: each check passing and failing, with its fix.
+
+moto answers EC2's instance type offerings and instance types, IAM's roles and Cognito's domains;
+botocore's Stubber answers what moto lacks: Service Quotas' G and VT quota (moto knows only VPC's) and
+Lambda's GetAccountSettings (moto: "Not yet implemented"). python3.12 and docker run through a fake runner.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from cfnlint.decode import decode
+from moto import mock_aws
+
+from ops import preflight
+from ops.__main__ import main as ops_main
+from ops.preflight import Check, Clients
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+REGION = "us-east-1"
+PREFIX = "desk-staff-dev"
+EMAIL = "desk-alarms@example.org"
+GOOD_ANSWERS = {
+    ("python3.12", "--version"): (0, "Python 3.12.8"),
+    ("docker", "version"): (0, "Client:\n Version: 28.2.2\nServer:\n Engine:\n  Version: 28.2.2"),
+}
+GPU_QUOTA_CALL = {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"}
+
+
+class FakeRunner:
+    """Answers the commands it is given answers for; records every command it is asked to run."""
+
+    def __init__(self, answers: dict[tuple[str, ...], tuple[int, str]] | None = None) -> None:
+        self.answers = {**GOOD_ANSWERS, **(answers or {})}
+        self.commands: list[tuple[str, ...]] = []
+
+    def __call__(self, command: Sequence[str]) -> tuple[int, str]:
+        self.commands.append(tuple(command))
+        return self.answers.get(tuple(command), (127, f"{command[0]}: command not found"))
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield
+
+
+def ecs_role_exists() -> None:
+    """The role as AWS names it (moto's CreateServiceLinkedRole spells it AWSServiceRoleForecs)."""
+    boto3.client("iam").create_role(
+        RoleName="AWSServiceRoleForECS",
+        Path="/aws-service-role/ecs.amazonaws.com/",
+        AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}',
+    )
+
+
+def take_domain(prefix: str, region: str = REGION) -> str:
+    cognito = boto3.client("cognito-idp", region_name=region)
+    pool = cognito.create_user_pool(PoolName="someone-elses-pool")["UserPool"]["Id"]
+    cognito.create_user_pool_domain(Domain=prefix, UserPoolId=pool)
+    return str(pool)
+
+
+class Account:
+    """moto's clients for a region, with Stubbers for the GPU quota and Lambda's account settings."""
+
+    def __init__(
+        self,
+        *,
+        gpu_quota: float | None = 12.0,
+        default_gpu_quota: float | None = None,
+        lambda_limit: int | None = 1000,
+        quota_error: str | None = None,
+    ) -> None:
+        self.gpu_quota = gpu_quota
+        self.default_gpu_quota = default_gpu_quota
+        self.lambda_limit = lambda_limit
+        self.quota_error = quota_error
+        self.regions: list[str | None] = []
+        self.stubbers: list[Stubber] = []
+
+    def connect(self, region: str | None) -> Clients:
+        self.regions.append(region)
+        region = region or REGION
+        quotas = boto3.client("service-quotas", region_name=region)
+        quota_stub = Stubber(quotas)
+        if self.quota_error:
+            quota_stub.add_client_error("get_service_quota", self.quota_error, "not for you", 400, GPU_QUOTA_CALL)
+        elif self.gpu_quota is not None:
+            quota_stub.add_response("get_service_quota", {"Quota": {"Value": self.gpu_quota}}, GPU_QUOTA_CALL)
+        else:
+            quota_stub.add_client_error("get_service_quota", "NoSuchResourceException", "", 400, GPU_QUOTA_CALL)
+            quota_stub.add_response(
+                "get_aws_default_service_quota", {"Quota": {"Value": self.default_gpu_quota}}, GPU_QUOTA_CALL
+            )
+        lambda_ = boto3.client("lambda", region_name=region)
+        lambda_stub = Stubber(lambda_)
+        if self.lambda_limit is not None:
+            limit = {"ConcurrentExecutions": self.lambda_limit, "UnreservedConcurrentExecutions": self.lambda_limit}
+            lambda_stub.add_response("get_account_settings", {"AccountLimit": limit}, {})
+        for stub in (quota_stub, lambda_stub):
+            stub.activate()
+            self.stubbers.append(stub)
+        return Clients(
+            ec2=boto3.client("ec2", region_name=region),
+            quotas=quotas,
+            lambda_=lambda_,
+            iam=boto3.client("iam", region_name=region),
+            cognito=boto3.client("cognito-idp", region_name=region),
+            region=region,
+        )
+
+
+def run(
+    argv: list[str], account: Account | None = None, runner: FakeRunner | None = None
+) -> tuple[int, list[str], str]:
+    """Exit status, the check lines (without the summary) and the summary line."""
+    out = io.StringIO()
+    status = preflight.main(
+        argv, connect=(account or Account()).connect, run=runner or FakeRunner(), out=out, template=TEMPLATE
+    )
+    lines = out.getvalue().splitlines()
+    return status, lines[:-1], lines[-1]
+
+
+def ready(**extra: str) -> list[str]:
+    argv = ["--domain-prefix", PREFIX, "--alarm-email", EMAIL]
+    for name, value in extra.items():
+        argv += [f"--{name.replace('_', '-')}", value]
+    return argv
+
+
+def line_about(lines: list[str], words: str) -> str:
+    (line,) = [line for line in lines if words in line]
+    return line
+
+
+# --- the whole run -----------------------------------------------------------------------------------
+
+
+def test_a_ready_account_passes_every_check_one_line_each(aws: None) -> None:
+    ecs_role_exists()
+    runner = FakeRunner()
+    status, lines, summary = run(ready(), runner=runner)
+    assert status == 0, lines
+    assert len(lines) == 8
+    assert all(line.startswith("ok    ") and line.endswith(".") and "Fix:" not in line for line in lines), lines
+    assert summary == f"preflight: all 8 checks passed in {REGION}."
+    assert runner.commands == [("python3.12", "--version"), ("docker", "version")]
+
+
+def test_one_failed_check_makes_the_exit_status_1_and_the_line_carries_its_fix(aws: None) -> None:
+    status, lines, summary = run(ready())  # no ECS role in a new account
+    assert status == 1
+    (failed,) = [line for line in lines if not line.startswith("ok")]
+    assert failed.startswith("FAIL  the ECS service-linked role AWSServiceRoleForECS does not exist")
+    assert "Fix: make preflight FIX=1 creates it, or aws iam create-service-linked-role" in failed
+    assert summary == f"preflight: 1 of 8 checks failed in {REGION}."
+
+
+def test_the_region_option_reaches_aws(aws: None) -> None:
+    account = Account()
+    run([*ready(), "--region", "eu-west-3"], account)
+    assert account.regions == ["eu-west-3"]
+
+
+def test_no_region_is_one_sentence_and_exit_1(
+    aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert preflight.main(ready(), run=FakeRunner(), out=io.StringIO()) == 1
+    assert capsys.readouterr().err == (
+        "preflight: no region: pass --region (make preflight REGION=us-east-1) or run aws configure.\n"
+    )
+
+
+# --- the GPU types and their quota -------------------------------------------------------------------
+
+
+def test_the_gpu_types_come_from_the_template() -> None:
+    decoded, matches = decode(str(TEMPLATE))
+    assert not matches
+    parameter = decoded["Parameters"]["GpuInstanceTypes"]
+    facts = preflight.template_facts(preflight.load_template(TEMPLATE))
+    assert ",".join(facts.gpu_types) == parameter["Default"]
+    assert list(facts.gpu_allowed) == parameter["AllowedValues"]
+    assert facts.max_tasks == int(decoded["Parameters"]["RealizerMaxTasks"]["Default"])
+    assert facts.domain_pattern == decoded["Parameters"]["StaffSignInDomainPrefix"]["AllowedPattern"]
+
+
+def test_a_region_missing_one_gpu_type_fails_with_three_it_offers(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run([*ready(), "--region", "eu-west-3"])  # moto: no g6e.xlarge there
+    assert status == 1
+    line = line_about(lines, "GpuInstanceTypes")
+    assert line.startswith(
+        "FAIL  eu-west-3 does not offer g6e.xlarge, of GpuInstanceTypes g6.xlarge,g5.xlarge,g6e.xlarge"
+    )
+    assert "Fix: answer sam deploy --guided's GpuInstanceTypes with g6.xlarge,g5.xlarge,g5.2xlarge" in line
+    # The quota is still compared, against the types the region offers.
+    assert line_about(lines, "G and VT").startswith("ok    ")
+
+    status, lines, _ = run(
+        [*ready(), "--region", "eu-west-3", "--gpu-instance-types", "g6.xlarge,g5.xlarge,g5.2xlarge"]
+    )
+    assert status == 0, lines
+    assert "eu-west-3 offers the GPU types g6.xlarge, g5.xlarge and g5.2xlarge" in lines[0]
+
+
+def test_a_region_with_too_few_gpu_types_is_told_to_choose_another(aws: None) -> None:
+    status, lines, _ = run([*ready(), "--region", "eu-west-1"])  # moto: only the two g5 types
+    assert status == 1
+    line = line_about(lines, "GpuInstanceTypes")
+    assert "does not offer g6.xlarge and g6e.xlarge" in line
+    assert "Fix: deploy in a region that offers 3 of" in line
+
+
+def test_a_region_with_no_gpu_type_skips_the_quota_with_a_reason(aws: None) -> None:
+    status, lines, _ = run([*ready(), "--region", "af-south-1"])
+    assert status == 1
+    assert lines[1] == (
+        "FAIL  the GPU vCPU quota was not compared: none of GpuInstanceTypes is offered in af-south-1. "
+        "Fix: fix the GPU types first (the line above)."
+    )
+
+
+@pytest.mark.parametrize(
+    "types", ["g6.xlarge,g5.xlarge", "g6.xlarge,g6.xlarge,g5.xlarge", "g6.xlarge,g5.xlarge,p5.48xlarge"]
+)
+def test_gpu_types_the_template_refuses_fail_before_asking_aws(aws: None, types: str) -> None:
+    status, lines, _ = run([*ready(), "--gpu-instance-types", types])
+    assert status == 1
+    assert lines[0].startswith(f"FAIL  GpuInstanceTypes {types} is not 3 different types of the template's")
+    assert lines[1].startswith("FAIL  the GPU vCPU quota was not compared: the GPU types are not known")
+
+
+def test_a_gpu_quota_of_zero_fails_with_the_request_for_twelve(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(ready(), Account(gpu_quota=0))
+    assert status == 1
+    line = line_about(lines, "G and VT")
+    assert line.startswith(
+        f"FAIL  the quota Running On-Demand G and VT instances in {REGION} is 0 vCPUs, below the 4 of one g6.xlarge"
+    )
+    assert (
+        "Fix: aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-DB2E81BA "
+        f"--desired-value 12 --region {REGION}"
+    ) in line
+
+
+def test_a_gpu_quota_of_one_instance_passes_and_asks_for_more(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(ready(), Account(gpu_quota=4))
+    assert status == 0
+    line = line_about(lines, "G and VT")
+    assert line == (
+        f"ok    the quota Running On-Demand G and VT instances in {REGION} is 4 vCPUs, room for 1 g6.xlarge "
+        "(4 vCPUs each); ask for 12 to run RealizerMaxTasks 2 plus a deploy's one more."
+    )
+
+
+def test_an_unset_gpu_quota_reads_aws_default(aws: None) -> None:
+    ecs_role_exists()
+    account = Account(gpu_quota=None, default_gpu_quota=0)
+    status, lines, _ = run(ready(), account)
+    assert status == 1
+    assert "is 0 vCPUs" in line_about(lines, "G and VT")
+    for stub in account.stubbers:
+        stub.assert_no_pending_responses()
+
+
+def test_a_quota_aws_refuses_to_show_names_the_permission(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(ready(), Account(quota_error="AccessDeniedException"))
+    assert status == 1
+    line = line_about(lines, "G and VT")
+    assert "could not be read (AccessDeniedException: not for you)" in line
+    assert "allowed servicequotas:GetServiceQuota" in line
+
+
+# --- Lambda's concurrency ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "ok"), [(10, False), (99, False), (100, True), (1000, True)])
+def test_the_lambda_quota_must_cover_the_functions_peak(aws: None, limit: int, ok: bool) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(ready(), Account(lambda_limit=limit))
+    line = line_about(lines, "Lambda concurrency")
+    assert status == (0 if ok else 1)
+    if ok:
+        assert (
+            line == f"ok    the Lambda concurrency quota in {REGION} is {limit}, at least the 100 the functions need."
+        )
+    else:
+        assert line.startswith(f"FAIL  the Lambda concurrency quota in {REGION} is {limit}, below the 100")
+        assert "ConversationApi's burst 50" in line
+        assert (
+            "Fix: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 "
+            f"--desired-value 100 --region {REGION}"
+        ) in line
+
+
+def test_the_template_s_peak_counts_each_source_of_invocations() -> None:
+    facts = preflight.template_facts(preflight.load_template(TEMPLATE))
+    parts = dict(facts.lambda_peak)
+    assert parts["ConversationApi's burst"] == 50
+    assert parts["DispatchTurnFunction's stream"] == 1
+    assert parts["SweepTurnsFunction's schedule"] == 1
+    assert 5 in [count for what, count in parts.items() if "queue" in what]  # the screen queue's cap
+    assert facts.lambda_need == 100
+
+
+def test_the_need_grows_with_the_template() -> None:
+    resources: dict[str, Any] = {
+        "Api": {
+            "Type": "AWS::Serverless::HttpApi",
+            "Properties": {
+                "DefaultRouteSettings": {"ThrottlingBurstLimit": 150},
+                "RouteSettings": {"GET /staff/{proxy+}": {"ThrottlingBurstLimit": 20}},
+            },
+        },
+        "Queue": {"Type": "AWS::SQS::Queue"},
+        "Mapping": {
+            "Type": "AWS::Lambda::EventSourceMapping",
+            "Properties": {"EventSourceArn": {"Fn::GetAtt": "Queue.Arn"}, "ScalingConfig": {"MaximumConcurrency": 7}},
+        },
+        "Worker": {
+            "Type": "AWS::Serverless::Function",
+            "Properties": {
+                "Events": {
+                    "Jobs": {"Type": "SQS", "Properties": {"Queue": {"Fn::GetAtt": "Queue.Arn"}}},
+                    "Stream": {"Type": "DynamoDB", "Properties": {"ParallelizationFactor": 3}},
+                }
+            },
+        },
+    }
+    peak = preflight.lambda_peak(resources)
+    assert sum(count for _, count in peak) == 150 + 20 + 7 + 5 + 3
+    facts = preflight.TemplateFacts((), (), 1, "", "", "", peak)
+    assert facts.lambda_need == 200
+
+
+# --- the ECS service-linked role ----------------------------------------------------------------------
+
+
+def test_a_missing_ecs_role_is_not_created_without_fix(aws: None) -> None:
+    run(ready())
+    assert boto3.client("iam").list_roles(PathPrefix="/aws-service-role/")["Roles"] == []
+
+
+def test_fix_creates_the_ecs_role(aws: None) -> None:
+    status, lines, _ = run([*ready(), "--fix"])
+    assert status == 0, lines
+    line = line_about(lines, "service-linked role")
+    assert line.startswith("ok    the ECS service-linked role was missing and is now created (arn:aws:iam::")
+    (role,) = boto3.client("iam").list_roles(PathPrefix="/aws-service-role/ecs.amazonaws.com/")["Roles"]
+    assert role["Arn"] in line
+
+
+def test_fix_leaves_an_existing_role_alone(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run([*ready(), "--fix"])
+    assert status == 0
+    assert "ok    the ECS service-linked role AWSServiceRoleForECS exists." in lines
+    assert len(boto3.client("iam").list_roles(PathPrefix="/aws-service-role/")["Roles"]) == 1
+
+
+# --- the Cognito domain prefix ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "why"),
+    [
+        ("Desk-Staff", ""),
+        ("desk_staff", ""),
+        ("-desk", ""),
+        ("desk-", ""),
+        ("a" * 64, ""),
+        ("desk-aws-staff", " (it holds aws)"),
+        ("amazonian-desk", " (it holds amazon)"),
+        ("cognitodesk", " (it holds cognito)"),
+    ],
+)
+def test_a_prefix_against_cognito_s_rules_fails(aws: None, prefix: str, why: str) -> None:
+    ecs_role_exists()
+    status, lines, _ = run([f"--domain-prefix={prefix}", "--alarm-email", EMAIL])
+    assert status == 1
+    line = line_about(lines, "domain prefix")
+    assert line.startswith(f"FAIL  the domain prefix {prefix!r} breaks Cognito's rules: lower-case letters")
+    assert f"without aws, amazon or cognito{why}." in line
+    assert "Fix: choose a prefix of lower-case letters" in line
+
+
+def test_no_prefix_fails_with_the_make_variable(aws: None) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(["--alarm-email", EMAIL])
+    assert status == 1
+    assert "Fix: make preflight DOMAIN_PREFIX=your-desk-staff" in line_about(lines, "domain prefix")
+
+
+def test_a_taken_prefix_fails_and_names_the_pool(aws: None) -> None:
+    ecs_role_exists()
+    pool = take_domain(PREFIX)
+    status, lines, _ = run(ready())
+    assert status == 1
+    line = line_about(lines, "domain prefix")
+    assert line.startswith(f"FAIL  the domain prefix {PREFIX} is taken in {REGION} (by the user pool {pool}).")
+    assert "Fix: choose another prefix" in line
+
+
+def test_a_prefix_taken_in_another_region_is_free_here(aws: None) -> None:
+    ecs_role_exists()
+    take_domain(PREFIX, region="eu-west-2")
+    status, lines, _ = run(ready())
+    assert status == 0
+    assert f"ok    the domain prefix {PREFIX} keeps Cognito's rules and is free in {REGION}." in lines
+
+
+# --- this machine: Python 3.12 and Docker, through the injected runner -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ((127, "python3.12: command not found"), "FAIL  python3.12 is not on PATH"),
+        ((0, "Python 3.11.9"), "FAIL  python3.12 --version did not answer Python 3.12 (Python 3.11.9)."),
+        ((0, "Python 3.12.8"), "ok    Python 3.12.8 is on PATH"),
+    ],
+)
+def test_python_3_12_is_asked_of_the_runner(aws: None, answer: tuple[int, str], says: str) -> None:
+    ecs_role_exists()
+    runner = FakeRunner({("python3.12", "--version"): answer})
+    status, lines, _ = run(ready(), runner=runner)
+    assert status == (0 if says.startswith("ok") else 1)
+    line = line_about(lines, "ython")
+    assert line.startswith(says)
+    assert ("Fix: install Python 3.12" in line) is (status == 1)
+    assert ("python3.12", "--version") in runner.commands
+
+
+@pytest.mark.parametrize(
+    ("answer", "says", "fix"),
+    [
+        ((127, "docker: command not found"), "FAIL  Docker is not installed", "Fix: install Docker with Buildx"),
+        (
+            (1, "Client:\n Version: 28.2.2\nCannot connect to the Docker daemon at unix:///var/run/docker.sock."),
+            "FAIL  Docker's daemon does not answer (Cannot connect to the Docker daemon at unix:///var/run/docker.sock).",
+            "Fix: start Docker",
+        ),
+        ((0, "Client:\nServer:"), "ok    Docker answers", ""),
+    ],
+)
+def test_docker_is_asked_of_the_runner(aws: None, answer: tuple[int, str], says: str, fix: str) -> None:
+    ecs_role_exists()
+    runner = FakeRunner({("docker", "version"): answer})
+    status, lines, _ = run(ready(), runner=runner)
+    assert status == (1 if fix else 0)
+    line = line_about(lines, "Docker")
+    assert line.startswith(says)
+    assert fix in line
+    assert ("docker", "version") in runner.commands
+
+
+def test_the_default_runner_runs_the_command_and_reports_a_missing_one() -> None:
+    status, output = preflight.run_command(["python3", "-c", "import sys; print('out'); sys.exit(3)"])
+    assert (status, output) == (3, "out")
+    assert preflight.run_command(["no-such-program-for-preflight"])[0] == 127
+
+
+# --- the alarm address --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "ok"),
+    [("", False), ("desk-alarms", False), ("desk@localhost", False), ("a b@example.org", False), (EMAIL, True)],
+)
+def test_the_alarm_address_must_be_set(aws: None, address: str, ok: bool) -> None:
+    ecs_role_exists()
+    status, lines, _ = run(["--domain-prefix", PREFIX, "--alarm-email", address])
+    assert status == (0 if ok else 1)
+    line = lines[-1]
+    assert line.startswith("ok    alarms and the budget's alerts go to" if ok else "FAIL  ")
+    assert ("Fix: make preflight ALARM_EMAIL=you@example.org" in line) is not ok
+
+
+def test_check_lines_have_one_sentence_and_a_fix_only_on_failure() -> None:
+    assert Check(ok=True, says="fine").line() == "ok    fine."
+    assert Check(ok=False, says="broken", fix="mend it.").line() == "FAIL  broken. Fix: mend it."
+
+
+# --- make preflight and python -m ops preflight ------------------------------------------------------
+
+
+def make_command(*variables: str) -> list[str]:
+    """The command `make preflight` runs (make -n, the venv taken as built)."""
+    result = subprocess.run(
+        ["make", "-s", "-n", "-o", ".venv/.installed", "preflight", *variables],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return shlex.split(result.stdout.replace("\\\n", " "))
+
+
+def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None:
+    command = make_command(
+        "REGION=eu-west-3",
+        f"DOMAIN_PREFIX={PREFIX}",
+        f"ALARM_EMAIL={EMAIL}",
+        "GPU_INSTANCE_TYPES=g6.xlarge,g5.xlarge,g5.2xlarge",
+        "FIX=1",
+    )
+    assert command[:4] == [".venv/bin/python", "-m", "ops", "preflight"]
+    argv = command[4:]
+    assert argv == [
+        "--region",
+        "eu-west-3",
+        "--domain-prefix",
+        PREFIX,
+        "--alarm-email",
+        EMAIL,
+        "--gpu-instance-types",
+        "g6.xlarge,g5.xlarge,g5.2xlarge",
+        "--fix",
+    ]
+    account = Account()
+    status, lines, summary = run(argv, account)
+    assert status == 0, lines
+    assert account.regions == ["eu-west-3"]
+    assert summary == "preflight: all 8 checks passed in eu-west-3."
+
+
+def test_make_preflight_without_variables_passes_no_options() -> None:
+    assert make_command() == [".venv/bin/python", "-m", "ops", "preflight"]
+
+
+def test_python_m_ops_preflight_dispatches(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ecs_role_exists()
+    account = Account(lambda_limit=10)
+    monkeypatch.setattr(preflight.Clients, "for_region", account.connect)
+    monkeypatch.setattr(preflight, "run_command", FakeRunner())
+    assert ops_main(["preflight", *ready()]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^FAIL  the Lambda concurrency quota in us-east-1 is 10, below the 100", out, flags=re.MULTILINE)
+    assert out.rstrip().endswith("preflight: 1 of 8 checks failed in us-east-1.")
