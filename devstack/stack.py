@@ -46,6 +46,7 @@ STREAM_BATCH_SIZE = 10  # the dispatch mapping's BatchSize in template.yaml
 STREAM_MAX_RECORD_AGE = 3600  # its MaximumRecordAgeInSeconds: then a record goes to DispatchFailureQueue
 SWEEP_INTERVAL = 300  # the sweeper's schedule in template.yaml: rate(5 minutes)
 
+ORIGIN_VERIFY = "ORIGIN_VERIFY"  # the value CloudFront's X-Origin-Verify header must hold (dialogue.api)
 _ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -188,6 +189,7 @@ class LocalStack:
         token: str | None = None,
         query: str = "",
         raw_body: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> ApiResponse:
         """A staff API request as it arrives through API Gateway: the bearer token (`token`, or one issued
         to `staff`; None for neither) is checked by the JWT authorizer first, 401 when it fails."""
@@ -197,7 +199,7 @@ class LocalStack:
         claims = self.authorizer.claims(f"Bearer {bearer}" if bearer else None)
         if claims is None:
             return ApiResponse(status=401, body=unauthorized_body(), headers={"content-type": "application/json"})
-        event = http_event(method, path, body, raw_body=raw_body, query=query, claims=claims)
+        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query, claims=claims)
         with self._captured():
             result = staff_api.lambda_handler(event, FakeLambdaContext(function_name="staff_api"))
         return _api_response(result)
@@ -530,12 +532,15 @@ def local_stack(
     model: str | None = None,
     revision: str | None = None,
     start: datetime | None = None,
+    origin_verify: str | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto, create the resources, point the handlers at them, and yield the stack.
 
     `realizer` names the engine (see devstack.realizers), with `model` and `revision` for the model
     engines; `engine` passes one already built. With `start`, the clock stands at that time until
-    advanced (QueueClock).
+    advanced (QueueClock). With `origin_verify`, the turn and staff handlers refuse a request whose
+    X-Origin-Verify header does not hold it, as the deployed functions do (CloudFront adds it; `devstack
+    serve` plays CloudFront); without, they check nothing.
     """
     from devstack.realizers import build_realizer
     from dialogue.dispatch import PENDING_TURN_INSERTS
@@ -544,11 +549,13 @@ def local_stack(
 
     labels: dict[str, str] = {}
     engine = engine if engine is not None else build_realizer(realizer, labels, model=model, revision=revision)
-    saved = {
-        name: os.environ.get(name)
-        for name in (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL", "DISPATCH_FAILURE_QUEUE_URL")
-    }
+    set_here = (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL", "DISPATCH_FAILURE_QUEUE_URL", ORIGIN_VERIFY)
+    saved = {name: os.environ.get(name) for name in set_here}
     os.environ.update(_ENVIRONMENT)
+    if origin_verify:
+        os.environ[ORIGIN_VERIFY] = origin_verify
+    else:
+        os.environ.pop(ORIGIN_VERIFY, None)
     sent: list[dict[str, str]] = []
     clock = QueueClock(start)
     try:

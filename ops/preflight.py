@@ -10,8 +10,8 @@ step); exit 1 when any check fails. Nothing is created, but with --fix the ECS s
    (ec2 DescribeInstanceTypeOfferings);
 2. the vCPU quota "Running On-Demand G and VT instances" (L-DB2E81BA) holds at least one instance of
    the smallest of them (Service Quotas; DescribeInstanceTypes gives the vCPUs);
-3. the Lambda concurrency quota covers the functions' peak, read from the template: the HTTP API's
-   burst, the queues' MaximumConcurrency, one per stream shard and schedule (a new account has 10);
+3. the Lambda concurrency quota covers the functions' peak, read from the template: each HTTP API
+   route's burst, the queues' MaximumConcurrency, one per stream shard and schedule (a new account has 10);
 4. the ECS service-linked role AWSServiceRoleForECS exists (the GPU capacity provider needs it before
    CloudFormation creates it in parallel with the cluster); --fix creates it;
 5. the staff sign-in domain prefix keeps Cognito's rules and is free in the region;

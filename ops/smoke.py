@@ -1,5 +1,8 @@
 """`make smoke`: one resident turn through the public turn API, read until its reply is final.
 
+A deployed stack's API is reached as residents reach it, at its PagesUrl (CloudFront and its WAF): the
+execute-api endpoint behind it answers only requests that came through CloudFront.
+
     python -m ops.smoke --stack enrollment-desk [--region us-east-1] [--pack NAME] [--timeout 1200]
     python -m ops.smoke --api-url http://127.0.0.1:3000 [--pack NAME] [--timeout 1200]
 
@@ -206,7 +209,8 @@ def describe_outcome(outcome: Outcome, pack: DomainPack) -> str:
 
 
 def stack_api(stack: str, region: str | None) -> tuple[str, str | None]:
-    """The `ApiUrl` and `DomainPack` outputs of a deployed stack."""
+    """The `PagesUrl` (the API's public address, through CloudFront) and `DomainPack` outputs of a
+    deployed stack."""
     import boto3
 
     try:
@@ -215,9 +219,9 @@ def stack_api(stack: str, region: str | None) -> tuple[str, str | None]:
     except AWS_ERRORS as error:
         raise SmokeFailure(f"reading the outputs of the stack {stack} failed ({aws_reason(error)})") from None
     outputs = {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
-    if "ApiUrl" not in outputs:
-        raise SmokeFailure(f"the stack {stack} has no ApiUrl output: is it this project's stack, fully deployed?")
-    return outputs["ApiUrl"], outputs.get("DomainPack")
+    if "PagesUrl" not in outputs:
+        raise SmokeFailure(f"the stack {stack} has no PagesUrl output: is it this project's stack, fully deployed?")
+    return outputs["PagesUrl"], outputs.get("DomainPack")
 
 
 def _timeout(value: str) -> float:
@@ -232,7 +236,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         prog="python -m ops.smoke", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--stack", help="a deployed stack's name: its ApiUrl and DomainPack outputs are read")
+    target.add_argument("--stack", help="a deployed stack's name: its PagesUrl and DomainPack outputs are read")
     target.add_argument("--api-url", help="the turn API's base URL instead (devstack serve's, say)")
     parser.add_argument("--region", help="the stack's region (default: the AWS CLI's)")
     parser.add_argument(

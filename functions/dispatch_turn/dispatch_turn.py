@@ -4,10 +4,16 @@ Its event source mapping filters the stream to inserts of pending TURN items (di
 holds the pattern). Each is sent on with `dispatch_pending_turn`. A record that fails (a queue
 unavailable) is reported by its sequence number; Lambda retries from there, splitting the batch on
 error, and a record that keeps failing goes to the on-failure queue, where an alarm sees it.
+
+After the batch, if it sent a job whose turn is still inside its reply deadline, the realizer is woken
+from zero tasks (dialogue.wake): once per batch, never failing the batch (RealizerWoken and
+RealizerWakeFailed count the outcomes).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,33 +23,65 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dialogue import clock
-from dialogue.dispatch import dispatch_pending_turn, is_pending_turn_insert
-from dialogue.factory import get_dispatch_queues
+from dialogue.dispatch import dispatch_pending_turn, is_pending_turn_insert, worth_waking_for
+from dialogue.factory import get_dispatch_queues, get_realizer_waker
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
 from dialogue.store import turn_from_item
+from dialogue.wake import WakeOutcome
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
+WAKE_NEEDS_MS = 4_000
+"""Time the invocation must have left to try a wake: two ECS calls of at most 3 s each are bounded by
+the client (dialogue.factory), and a wake is never worth a timed-out batch."""
 
-def dispatch_record(record: DynamoDBRecord) -> None:
+
+@dataclass
+class BatchJobs:
+    """What one invocation's records sent: the jobs whose turns may still be worded."""
+
+    fresh: int = 0
+
+
+def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> None:
     raw = record.raw_event
     if not is_pending_turn_insert(raw):
         metrics.add_metric(name="StreamRecordsSkipped", unit=MetricUnit.Count, value=1)
         return
     turn = turn_from_item(raw["dynamodb"]["NewImage"])
+    now = clock.now()
+    reply_deadline = get_settings().reply_deadline
     with logger.append_context_keys(conversation_id=str(turn.conversation_id), turn_id=turn.turn_id):
         dispatch_pending_turn(
             turn,
             queues=get_dispatch_queues(),
             pack=get_pack(),
-            now=clock.now(),
-            reply_deadline=get_settings().reply_deadline,
+            now=now,
+            reply_deadline=reply_deadline,
         )
         logger.info("turn dispatched", action=str(turn.action))
     metrics.add_metric(name="TurnsDispatched", unit=MetricUnit.Count, value=1)
+    if jobs is not None and worth_waking_for(turn, now=now, reply_deadline=reply_deadline):
+        jobs.fresh += 1
+
+
+def wake_realizer(context: LambdaContext) -> WakeOutcome | None:
+    """Wake the realizer if it rests at zero tasks; None where there is no realizer or no time left."""
+    waker = get_realizer_waker()
+    if waker is None:
+        return None
+    if context.get_remaining_time_in_millis() < WAKE_NEEDS_MS:
+        logger.warning("no time left to wake the realizer")
+        return None
+    outcome = waker.wake()
+    if outcome is WakeOutcome.WOKEN:
+        metrics.add_metric(name="RealizerWoken", unit=MetricUnit.Count, value=1)
+    elif outcome is WakeOutcome.FAILED:
+        metrics.add_metric(name="RealizerWakeFailed", unit=MetricUnit.Count, value=1)
+    return outcome
 
 
 register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
@@ -53,10 +91,13 @@ register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    jobs = BatchJobs()
     response = process_partial_response(
-        event=event, record_handler=dispatch_record, processor=processor, context=context
+        event=event, record_handler=partial(dispatch_record, jobs=jobs), processor=processor, context=context
     )
     failures = len(response.get("batchItemFailures", []))
     if failures:
         metrics.add_metric(name="DispatchRecordsFailed", unit=MetricUnit.Count, value=failures)
+    if jobs.fresh:
+        wake_realizer(context)
     return response

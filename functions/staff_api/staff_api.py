@@ -13,7 +13,6 @@ Staff text is kept only as staff messages and never logged; resident text is nev
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
@@ -29,13 +28,13 @@ from dialogue import audit_chain, clock, desk
 from dialogue.actions import Queue, ReplyScreen
 from dialogue.api import (
     BODY_UNREADABLE,
-    ERROR_STATUS,
-    ErrorBody,
     ErrorCode,
     body_read_as_json,
     error_response,
     install_error_handlers,
     problem_at,
+    refusal_response,
+    unverified_origin,
 )
 from dialogue.desk import DecisionRequest, DeskInfo, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
 from dialogue.desk_store import DynamoDeskStore
@@ -488,10 +487,13 @@ register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = unverified_origin(event)  # only CloudFront reaches the API: before the token is looked at
+    if refused is not None:
+        return refused
     try:
         staff = desk.staff_member(_claims(event), get_settings().staff_group)
     except DialogueError as refusal:
-        return _refused(refusal)
+        return refusal_response(refusal)  # no staff identity: before any route runs
     app.append_context(staff=staff)  # type: ignore[no-untyped-call]  # Powertools leaves it untyped
     return app.resolve(body_read_as_json(event), context)
 
@@ -501,17 +503,3 @@ def _claims(event: dict[str, Any]) -> dict[str, Any] | None:
     context = event.get("requestContext") or {}
     claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims")
     return claims if isinstance(claims, dict) else None
-
-
-def _refused(refusal: DialogueError) -> dict[str, Any]:
-    """The answer to a request with no staff identity, before any route runs."""
-    status = ERROR_STATUS[type(refusal)]
-    logger.info("request refused", error=type(refusal).__name__, status=int(status))
-    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
-    body = ErrorBody(error=type(refusal).__name__, message=refusal.message)  # type: ignore[arg-type]
-    return {
-        "statusCode": int(status),
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(body.model_dump()),
-        "isBase64Encoded": False,
-    }

@@ -37,7 +37,14 @@ from api_models import (
 )
 from dialogue import clock, conversation, idempotency
 from dialogue.actions import TurnStatus
-from dialogue.api import BODY_UNREADABLE, ErrorCode, body_read_as_json, install_error_handlers, problem_at
+from dialogue.api import (
+    BODY_UNREADABLE,
+    ErrorCode,
+    body_read_as_json,
+    install_error_handlers,
+    problem_at,
+    unverified_origin,
+)
 from dialogue.errors import DialogueError, InvalidIdempotencyKey, RetryInProgress, StoreUnavailable
 from dialogue.factory import get_store
 from dialogue.idempotency import IDEMPOTENCY_HEADER, register_lambda_context, valid_key
@@ -233,5 +240,8 @@ register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = unverified_origin(event)  # only CloudFront reaches the API: before anything else
+    if refused is not None:
+        return refused
     register_lambda_context(context)
     return app.resolve(body_read_as_json(event), context)

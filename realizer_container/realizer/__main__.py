@@ -12,6 +12,8 @@ Environment (each also an option):
                                           (default: the realize queue's VisibilityTimeout)
   REALIZER_HEARTBEAT_FILE                 touched after every good cycle (default /tmp/realizer-heartbeat);
                                           `python -m realizer.healthcheck` checks its age
+  REALIZER_MAX_LOAD_SECONDS               while the engine is built, the file is touched every 30 s for
+                                          at most this long (default 900; realizer.loading)
 
 SIGTERM (and SIGINT) finish the batch in flight, answer and delete it, then exit 0.
 Logs are Powertools' JSON lines (realizer.logs), with ids and counts only.
@@ -24,10 +26,12 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from realizer.engines import ENGINE_NAMES, QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable, build_engine
+from realizer.loading import LoadingHeartbeat, max_load_seconds
 from realizer.logs import log
 from realizer.worker import RealizerWorker
 
@@ -70,6 +74,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     visibility = os.environ.get("REALIZER_VISIBILITY_TIMEOUT")
     parser.add_argument("--visibility-timeout", type=int, default=int(visibility) if visibility else None)
     parser.add_argument("--heartbeat-file", default=_env("REALIZER_HEARTBEAT_FILE", DEFAULT_HEARTBEAT_FILE))
+    parser.add_argument(
+        "--max-load-seconds", type=float, default=max_load_seconds(os.environ.get("REALIZER_MAX_LOAD_SECONDS"))
+    )
     return parser.parse_args(argv)
 
 
@@ -93,11 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     client = boto3.client("sqs")
     realize_queue_url = os.environ["REALIZE_QUEUE_URL"]
     visibility_timeout = args.visibility_timeout or queue_visibility_timeout(client, realize_queue_url)
+    # The health check passes while the model loads, for a bounded time (realizer.loading).
+    started = time.monotonic()
     try:
-        engine = build_engine(args.engine, model=args.model, revision=args.revision)
+        with LoadingHeartbeat(args.heartbeat_file, max_seconds=max_load_seconds(args.max_load_seconds)):
+            engine = build_engine(args.engine, model=args.model, revision=args.revision)
     except EngineUnavailable as error:
         print(f"realizer: {error}", file=sys.stderr)
         return 2
+    # The load time a real GPU gives, against REALIZER_MAX_LOAD_SECONDS (docs/DEPLOY.md).
+    log.info("engine ready", extra={"engine": args.engine, "seconds": round(time.monotonic() - started, 1)})
 
     # Installed after the engine is built, so an engine library's own handlers cannot replace them.
     stopping = threading.Event()

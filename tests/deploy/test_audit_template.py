@@ -19,9 +19,10 @@ def template() -> dict[str, Any]:
 
 def test_the_audit_bucket_is_write_once_for_the_audit_retention(template: dict[str, Any]) -> None:
     """Object Lock in COMPLIANCE mode for AuditRetentionDays (no one can shorten it or delete a copy),
-    versioned, private, encrypted, retained with the stack; a put that could overwrite is refused."""
+    versioned, private, encrypted, retained with the stack (but not after a failed first create, when it
+    is empty); a put that could overwrite is refused."""
     bucket = template["Resources"]["AuditBucket"]
-    assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     props = bucket["Properties"]
     assert props["ObjectLockEnabled"] is True
     lock = props["ObjectLockConfiguration"]

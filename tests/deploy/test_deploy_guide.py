@@ -128,3 +128,120 @@ def test_every_shell_variable_the_guide_uses_is_defined_before_its_use() -> None
             undefined += sorted(set(re.findall(r"\$\{?([A-Za-z_]\w*)", line)) - defined)
             defined |= set(re.findall(r"(?:^|[\s;(])([A-Za-z_]\w*)=", line))
     assert not undefined, undefined
+
+
+# --- Every name the guide gives exists ------------------------------------------------------------
+# A reader copies the guide's commands and names: a make target, a make variable, a parameter, an
+# output, an environment variable or a module that is not there fails at their desk. Each is read from
+# the guide and looked up where it is defined.
+
+MAKEFILE = ROOT / "Makefile"
+# Words the guide puts in backticks that look like environment variables but are not: placeholders
+# and values.
+NOT_ENVIRONMENT = {"MON-FRI"}
+
+
+def _guide() -> str:
+    return GUIDE.read_text()
+
+
+def _make_targets() -> set[str]:
+    return set(re.findall(r"^([a-z][a-z0-9-]*):", MAKEFILE.read_text(), flags=re.MULTILINE))
+
+
+def _make_recipe(target: str) -> str:
+    """The target's rule and recipe lines (up to the next blank line or rule)."""
+    text = MAKEFILE.read_text()
+    match = re.search(rf"^{re.escape(target)}:.*?(?=^\S|\Z)", text, flags=re.MULTILINE | re.DOTALL)
+    assert match, target
+    return match.group(0)
+
+
+def _template() -> dict:
+    template, _ = decode(str(ROOT / "template.yaml"))
+    return template
+
+
+def test_every_make_command_in_the_guide_is_a_target_with_those_variables() -> None:
+    text = _guide()
+    code = re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL) + re.findall(r"`([^`\n]+)`", text)
+    commands = re.findall(r"(?:^|\s)make ([a-z][a-z0-9-]*)((?: [A-Z_0-9]+=[^\s`]*)*)", "\n".join(code), re.MULTILINE)
+    assert len(commands) >= 10
+    targets = _make_targets()
+    for target, arguments in commands:
+        assert target in targets, f"make {target}"
+        recipe = _make_recipe(target)
+        for variable in re.findall(r"([A-Z_0-9]+)=", arguments):
+            assert f"$({variable})" in recipe, f"make {target} does not read {variable}"
+
+
+def test_the_parameter_table_is_the_templates_parameters() -> None:
+    text = _guide()
+    table = text[text.index("| Parameter | Default | What it sets |") :].split("\n\n")[0]
+    listed = re.findall(r"^\| `(\w+)` \|", table, flags=re.MULTILINE)
+    assert len(listed) == len(set(listed))
+    assert set(listed) == set(_template()["Parameters"])
+
+
+def test_every_output_the_guide_names_is_an_output_and_every_output_is_named() -> None:
+    text = _guide()
+    outputs = set(_template()["Outputs"])
+    waf_outputs = set(decode(str(ROOT / "ops" / "pages-waf.yaml"))[0]["Outputs"])
+    asked = set(re.findall(r"OutputKey=='(\w+)'", text)) | set(
+        re.findall(r"<output:(\w+)>", (ROOT / "events" / "env.json").read_text())
+    )
+    section = text[text.index("the outputs name everything you need") :].split("\n## ")[0]
+    paragraph = section[section.index("```", section.index("```") + 3) :].split("\n\n")[1]
+    in_paragraph = set(re.findall(r"`([A-Z]\w+)`", paragraph))
+    assert asked <= outputs | waf_outputs, asked - outputs - waf_outputs
+    assert in_paragraph <= outputs, in_paragraph - outputs
+    assert outputs <= in_paragraph | asked, outputs - in_paragraph - asked
+
+
+def test_every_resource_in_the_alarm_table_is_in_the_template() -> None:
+    text = _guide()
+    table = text[text.index("| Alarm or rule | Fires when | First look |") :].split("\n\n")[0]
+    named = {
+        name for row in re.findall(r"^\| (.+?) \|", table, flags=re.MULTILINE) for name in re.findall(r"`(\w+)`", row)
+    }
+    assert named
+    resources = _template()["Resources"]
+    assert named <= set(resources), named - set(resources)
+    # And every alarm that tells the topic (the wake and idle alarms act on scaling policies instead).
+    told = {
+        name
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm" and "AlarmTopic" in json.dumps(resource["Properties"])
+    }
+    assert told and told <= named, told - named
+
+
+def test_every_environment_variable_the_guide_names_is_read_somewhere() -> None:
+    """An ALL_CAPS name in backticks (SWEEP_GRACE_SECONDS, DOMAIN_PACK_DIR...) is set by the template or
+    read by the code; a make variable (REGION=, STACK=) by the Makefile."""
+    text = _guide()
+    named = set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", text)) - NOT_ENVIRONMENT
+    assert named
+    sources = (ROOT / "template.yaml").read_text() + MAKEFILE.read_text()
+    for folder in ("layers/dialogue/dialogue", "functions", "realizer_container", "ops", "devstack", "web"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in {".py", ".js", ".json", ".yaml"} and path.is_file():
+                sources += path.read_text(errors="ignore")
+    missing = sorted(name for name in named if name not in sources)
+    assert not missing, missing
+
+
+def test_every_module_and_venv_the_guide_runs_exists() -> None:
+    text = _guide()
+    modules = set(re.findall(r"python -m ([a-z_][\w.]*)", text))
+    assert modules
+    for module in modules:
+        path = ROOT / module.replace(".", "/")
+        candidates = [path.with_suffix(".py"), path / "__main__.py"]
+        candidates += [ROOT / "realizer_container" / module.replace(".", "/") / "__main__.py"]
+        assert any(candidate.exists() for candidate in candidates), f"python -m {module}"
+    makefile = MAKEFILE.read_text()
+    for venv in set(re.findall(r"(\.venv[\w-]*)/bin/", text)):
+        assert re.search(rf"^\w+_?VENV :?= {re.escape(venv)}$|^VENV := {re.escape(venv)}$", makefile, re.MULTILINE), (
+            venv
+        )

@@ -195,9 +195,10 @@ def test_image_requirements_are_pinned_like_the_rest_of_the_project() -> None:
         assert separator and version, f"{line!r} is not pinned with =="
         pins[name.lower()] = version
     assert {"pydantic", "boto3"} <= set(pins)
-    elsewhere = (ROOT / "layers" / "dialogue" / "requirements.txt").read_text() + (
-        ROOT / "requirements-dev.txt"
-    ).read_text()
+    elsewhere = "".join(
+        (ROOT / name).read_text()
+        for name in ("layers/dialogue/requirements.txt", "requirements-test.txt", "requirements-dev.txt")
+    )
     for name in ("pydantic", "boto3"):
         assert f"{name}=={pins[name]}" in elsewhere, f"{name} differs from the layer / dev pins"
 

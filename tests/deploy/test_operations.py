@@ -79,15 +79,23 @@ def test_only_the_idle_alarm_scales_in_and_it_counts_jobs_waiting_and_in_flight(
     ((_, alarm),) = alarms_acting_on(template, "RealizerSleepWhenIdlePolicy")
     queries = {query["Id"]: query for query in alarm["Metrics"]}
     (returned,) = [query for query in alarm["Metrics"] if query.get("ReturnData")]
-    terms = [term.strip() for term in returned["Expression"].split("+")]
-    watched = {queries[term]["MetricStat"]["Metric"]["MetricName"] for term in terms}
-    assert watched == {"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"}
-    for term in terms:
-        metric = queries[term]["MetricStat"]["Metric"]
-        assert referenced_id(metric["Dimensions"][0]["Value"]) == "RealizeQueue"
-    # Fifteen quiet minutes in a row, and no data (no queue metrics at all) counts as quiet.
-    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"], alarm["TreatMissingData"]) == (15, 15, "breaching")
-    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", 1)
+    # Idle: a task running and no job waiting or in flight (tests/deploy/test_gpu_capacity.py evaluates it).
+    assert returned["Expression"] == "IF(FILL(running, 0) >= 1 AND (FILL(visible, 0) + FILL(in_flight, 0)) < 1, 1, 0)"
+    watched = {term: queries[term]["MetricStat"]["Metric"] for term in ("visible", "in_flight", "running")}
+    assert {term: metric["MetricName"] for term, metric in watched.items()} == {
+        "visible": "ApproximateNumberOfMessagesVisible",
+        "in_flight": "ApproximateNumberOfMessagesNotVisible",
+        "running": "RunningTaskCount",
+    }
+    for term in ("visible", "in_flight"):
+        assert referenced_id(watched[term]["Dimensions"][0]["Value"]) == "RealizeQueue"
+    # Fifteen idle minutes in a row; no data at all (no task, an inactive queue) is not idle.
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"], alarm["TreatMissingData"]) == (
+        15,
+        15,
+        "notBreaching",
+    )
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanOrEqualToThreshold", 1)
 
 
 def test_the_scaling_arithmetic_is_written_down(template: dict[str, Any]) -> None:
@@ -115,7 +123,7 @@ def test_desk_hours_hold_one_task_on_a_schedule(template: dict[str, Any]) -> Non
         assert not pattern.fullmatch("rate(5 minutes)")
 
 
-def test_the_first_deploy_makes_no_realizer_and_later_ones_never_set_its_count(template: dict[str, Any]) -> None:
+def test_the_first_deploy_makes_no_realizer_and_the_service_starts_at_zero_tasks(template: dict[str, Any]) -> None:
     digest = template["Parameters"]["RealizerImageDigest"]
     assert digest["Default"] == ""
     pattern = re.compile(digest["AllowedPattern"])
@@ -125,7 +133,8 @@ def test_the_first_deploy_makes_no_realizer_and_later_ones_never_set_its_count(t
     for name in REALIZER_RESOURCES:
         assert template["Resources"][name].get("Condition") == "HasRealizer", name
     _, service = only_resource(template, "AWS::ECS::Service")
-    assert "DesiredCount" not in service
+    # Created at zero tasks, so no create or update waits on a GPU (tests/deploy/test_gpu_capacity.py).
+    assert service["DesiredCount"] == 0
     deployment = service["DeploymentConfiguration"]
     assert deployment["DeploymentCircuitBreaker"] == {"Enable": True, "Rollback": True}
     # The new task starts beside the old one, which serves until the new one is healthy.

@@ -300,7 +300,7 @@ def test_a_quota_aws_refuses_to_show_names_the_permission(aws: None) -> None:
 # --- Lambda's concurrency ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("limit", "ok"), [(10, False), (99, False), (100, True), (1000, True)])
+@pytest.mark.parametrize(("limit", "ok"), [(10, False), (399, False), (400, True), (1000, True)])
 def test_the_lambda_quota_must_cover_the_functions_peak(aws: None, limit: int, ok: bool) -> None:
     ecs_role_exists()
     status, lines, _ = run(ready(), Account(lambda_limit=limit))
@@ -308,14 +308,14 @@ def test_the_lambda_quota_must_cover_the_functions_peak(aws: None, limit: int, o
     assert status == (0 if ok else 1)
     if ok:
         assert (
-            line == f"ok    the Lambda concurrency quota in {REGION} is {limit}, at least the 100 the functions need."
+            line == f"ok    the Lambda concurrency quota in {REGION} is {limit}, at least the 400 the functions need."
         )
     else:
-        assert line.startswith(f"FAIL  the Lambda concurrency quota in {REGION} is {limit}, below the 100")
+        assert line.startswith(f"FAIL  the Lambda concurrency quota in {REGION} is {limit}, below the 400")
         assert "ConversationApi's burst 50" in line
         assert (
             "Fix: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 "
-            f"--desired-value 100 --region {REGION}"
+            f"--desired-value 400 --region {REGION}"
         ) in line
 
 
@@ -323,10 +323,13 @@ def test_the_template_s_peak_counts_each_source_of_invocations() -> None:
     facts = preflight.template_facts(preflight.load_template(TEMPLATE))
     parts = dict(facts.lambda_peak)
     assert parts["ConversationApi's burst"] == 50
-    assert parts["DispatchTurnFunction's stream"] == 1
+    assert parts["DispatchTurnFunctionPendingTurns's stream"] == 1  # the dispatch function's stream mapping
     assert parts["SweepTurnsFunction's schedule"] == 1
     assert 5 in [count for what, count in parts.items() if "queue" in what]  # the screen queue's cap
-    assert facts.lambda_need == 100
+    # Each route's own burst: the residents' and the staff's limits are apart (template.yaml's RouteSettings).
+    assert parts["ConversationApi's POST /conversations/{conversation_id}/turns burst"] == 20
+    assert parts["ConversationApi's GET /staff/reviews burst"] == 20
+    assert facts.lambda_need == 400
 
 
 def test_the_need_grows_with_the_template() -> None:
@@ -511,9 +514,9 @@ def test_check_lines_have_one_sentence_and_a_fix_only_on_failure() -> None:
 
 
 def make_command(*variables: str) -> list[str]:
-    """The command `make preflight` runs (make -n, the venv taken as built)."""
+    """The command `make preflight` runs (make -n, the operator tools' venv taken as built)."""
     result = subprocess.run(
-        ["make", "-s", "-n", "-o", ".venv/.installed", "preflight", *variables],
+        ["make", "-s", "-n", "-o", ".venv-ops/.installed", "preflight", *variables],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -530,7 +533,7 @@ def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None
         "GPU_INSTANCE_TYPES=g6.xlarge,g5.xlarge,g5.2xlarge",
         "FIX=1",
     )
-    assert command[:4] == [".venv/bin/python", "-m", "ops", "preflight"]
+    assert command[:4] == [".venv-ops/bin/python", "-m", "ops", "preflight"]
     argv = command[4:]
     assert argv == [
         "--region",
@@ -551,7 +554,7 @@ def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None
 
 
 def test_make_preflight_without_variables_passes_no_options() -> None:
-    assert make_command() == [".venv/bin/python", "-m", "ops", "preflight"]
+    assert make_command() == [".venv-ops/bin/python", "-m", "ops", "preflight"]
 
 
 def test_python_m_ops_preflight_dispatches(
@@ -563,5 +566,5 @@ def test_python_m_ops_preflight_dispatches(
     monkeypatch.setattr(preflight, "run_command", FakeRunner())
     assert ops_main(["preflight", *ready()]) == 1
     out = capsys.readouterr().out
-    assert re.search(r"^FAIL  the Lambda concurrency quota in us-east-1 is 10, below the 100", out, flags=re.MULTILINE)
+    assert re.search(r"^FAIL  the Lambda concurrency quota in us-east-1 is 10, below the 400", out, flags=re.MULTILINE)
     assert out.rstrip().endswith("preflight: 1 of 8 checks failed in us-east-1.")

@@ -301,6 +301,6 @@ def test_make_targets_call_the_tool() -> None:
         ["make", "-n", "push-image", "STACK=enrollment-desk", "REGION=eu-west-1"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert ".venv/bin/python realizer_container/image.py push --stack enrollment-desk --region eu-west-1" in push
+    assert ".venv-ops/bin/python realizer_container/image.py push --stack enrollment-desk --region eu-west-1" in push
     pin = subprocess.run(["make", "-n", "pin-base-image"], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert ".venv/bin/python realizer_container/image.py pin" in pin.stdout
+    assert ".venv-ops/bin/python realizer_container/image.py pin" in pin.stdout

@@ -286,3 +286,39 @@ def test_worded_replies_per_conversation_per_hour_are_capped_with_a_429(
     stack.advance(3000)
     assert stack.call_api("POST", path, worded).status == 202
     assert len(turn_items(stack, conversation_id)) == 4
+
+
+def test_a_limit_never_refuses_the_retry_of_a_turn_it_already_took(stack: LocalStack, pack: DomainPack) -> None:
+    """The answer to a committed turn was lost and the client retries with the same Idempotency-Key after
+    the conversation reached a limit: it gets the turn it made, not the limit's refusal, and nothing new
+    is written. Called below the API (take_turn on the stack's store), so the answer comes from the
+    REQUEST receipt alone."""
+    from dialogue.errors import GeneratedTurnLimitReached, TurnLimitReached
+
+    store = get_store()
+    conversation_id = new_conversation(stack)
+    worded = "Forklift, by email."
+
+    def turn(text: str, key: str, *, max_turns: int = 200, max_generated_per_hour: int | None = None) -> int:
+        view = conversation.take_turn(
+            UUID(conversation_id),
+            text,
+            store=store,
+            pack=pack,
+            now=stack.clock.now(),
+            max_turns=max_turns,
+            request_key=key,
+            max_generated_per_hour=max_generated_per_hour,
+        )
+        return view.turn.turn_id
+
+    assert turn(worded, "first", max_generated_per_hour=1) == 1
+    with pytest.raises(GeneratedTurnLimitReached):
+        turn(worded, "second", max_generated_per_hour=1)
+    assert turn(worded, "first", max_generated_per_hour=1) == 1
+    assert turn("Can I talk to a person?", "third", max_turns=2) == 2
+    with pytest.raises(TurnLimitReached):
+        turn("Can I talk to a person?", "fourth", max_turns=2)
+    assert turn("Can I talk to a person?", "third", max_turns=2) == 2
+    assert turn(worded, "first", max_turns=2) == 1
+    assert len(turn_items(stack, conversation_id)) == 2

@@ -92,7 +92,7 @@ def test_the_stack_option_reads_the_api_url_and_the_desk_from_the_stack_outputs(
         monkeypatch.setenv(name, "testing")
     template = {
         "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {"ApiUrl": {"Value": worded_by_realizer.url}, "DomainPack": {"Value": "riverton"}},
+        "Outputs": {"PagesUrl": {"Value": worded_by_realizer.url}, "DomainPack": {"Value": "riverton"}},
     }
     with mock_aws():
         boto3.client("cloudformation", region_name=REGION).create_stack(
@@ -101,7 +101,8 @@ def test_the_stack_option_reads_the_api_url_and_the_desk_from_the_stack_outputs(
         # When the smoke is given the stack rather than a URL
         status = command.main(["--stack", "enrollment-desk", "--region", REGION, "--timeout", "30"])
         missing = command.main(["--stack", "nope", "--region", REGION])
-    # Then it reads the stack's ApiUrl and DomainPack outputs and goes on as with --api-url
+    # Then it reads the stack's PagesUrl (the API through CloudFront) and DomainPack outputs and goes on as
+    # with --api-url
     shown = capsys.readouterr()
     assert status == 0
     assert f"smoke: the turn API at {worded_by_realizer.url}, the Riverton Skills Centre enrollment desk" in shown.out

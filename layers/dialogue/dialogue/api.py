@@ -9,6 +9,7 @@ from the code (or, for a validation error, from where the problem is), never fro
 from __future__ import annotations
 
 import base64
+import hmac
 import json
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
@@ -27,6 +28,7 @@ from dialogue.errors import (
     ConversationNotFound,
     CorrectionRequired,
     DialogueError,
+    DirectAccessRefused,
     GeneratedTurnLimitReached,
     HandoffClosed,
     InvalidDecision,
@@ -44,6 +46,7 @@ from dialogue.errors import (
     TurnNotFound,
 )
 from dialogue.observability import logger, metrics
+from dialogue.settings import get_settings
 
 ErrorCode = Literal[
     # Refusals of the dialogue core and the staff desk, by the error's class name (dialogue.errors).
@@ -68,6 +71,7 @@ ErrorCode = Literal[
     "StaffTextTooLong",
     "NotSignedIn",
     "NotStaff",
+    "DirectAccessRefused",
     # Requests the resolvers refuse before the core sees them.
     "invalid_conversation_id",
     "invalid_turn_id",
@@ -113,6 +117,7 @@ ERROR_STATUS: Mapping[type[DialogueError], HTTPStatus] = {
     StaffTextTooLong: HTTPStatus.UNPROCESSABLE_ENTITY,
     NotSignedIn: HTTPStatus.UNAUTHORIZED,
     NotStaff: HTTPStatus.FORBIDDEN,
+    DirectAccessRefused: HTTPStatus.FORBIDDEN,
     StoreUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
     QueueUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
 }
@@ -136,6 +141,54 @@ def error_response(
         body=ErrorBody(error=code, message=message).model_dump(),
         headers=headers,
     )
+
+
+def refusal_response(refusal: DialogueError) -> dict[str, Any]:
+    """A payload-2.0 answer to a request refused before any route runs, in the ErrorBody shape."""
+    status = ERROR_STATUS[type(refusal)]
+    logger.info("request refused", error=type(refusal).__name__, status=int(status))
+    metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
+    # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
+    body = ErrorBody(error=cast(ErrorCode, type(refusal).__name__), message=refusal.message)
+    return {
+        "statusCode": int(status),
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(body.model_dump()),
+        "isBase64Encoded": False,
+    }
+
+
+# --- the front door: only CloudFront reaches the API -----------------------------------------------
+
+ORIGIN_VERIFY_HEADER = "x-origin-verify"
+"""The header the pages' distribution adds to every request it forwards to the API (template.yaml's
+PagesDistribution, OriginCustomHeaders), holding the stack's OriginVerifySecret. A request sent straight
+to the execute-api endpoint, past CloudFront and its WAF, does not carry it."""
+UNRESOLVED_REFERENCE = "{{resolve:secretsmanager:"
+"""How ORIGIN_VERIFY reads where nothing resolved the template's dynamic reference (sam local)."""
+
+
+def unverified_origin(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The 403 answer to a request that did not come through CloudFront, or None to go on.
+
+    Checked first, before a route, a token's group or a store is looked at: nothing from the request is
+    read but this one header, compared in constant time, and nothing of it is logged. With no
+    ORIGIN_VERIFY in the environment (devstack's handler tests) every request goes on, and so with the
+    template's own unresolved `{{resolve:secretsmanager:...}}` reference: `sam local invoke` reads the
+    template without CloudFormation, which resolves the reference in every deployed function (a deploy
+    that cannot resolve it fails).
+    """
+    expected = get_settings().origin_verify.get_secret_value()
+    if not expected or (expected.startswith(UNRESOLVED_REFERENCE) and expected.endswith("}}")):
+        return None
+    headers = event.get("headers")
+    sent = ""
+    if isinstance(headers, Mapping):
+        # API Gateway passes header names in lower case; a hand-made event may not.
+        sent = next((str(value) for name, value in headers.items() if str(name).lower() == ORIGIN_VERIFY_HEADER), "")
+    if hmac.compare_digest(sent.encode(), expected.encode()):
+        return None
+    return refusal_response(DirectAccessRefused())
 
 
 # --- what each route documents -------------------------------------------------------------------

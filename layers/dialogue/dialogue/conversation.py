@@ -85,10 +85,14 @@ def take_turn(
     the turn it made, as that turn stands now, and nothing new is written. With
     `max_generated_per_hour`, a turn that would be worded by the model past that many in the
     conversation's current hour is refused (GeneratedTurnLimitReached) and nothing is written.
+    A limit never refuses the retry of a key whose turn was written: that gets its turn.
     """
     before = load_conversation(store, conversation_id)
     if before.turn_count >= max_turns:
-        raise TurnLimitReached()
+        answered = _answered_before(store, pack, conversation_id, request_key)
+        if answered is None:
+            raise TurnLimitReached()
+        return answered
     understanding = understand(text, pack)
     # Read under today's pack: a slot value or waiting topic a pack change removed reads as unknown or none.
     waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
@@ -97,7 +101,13 @@ def take_turn(
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
     if uses_model and max_generated_per_hour is not None:
-        before = _count_generated(before, now, max_generated_per_hour)
+        try:
+            before = _count_generated(before, now, max_generated_per_hour)
+        except GeneratedTurnLimitReached:
+            answered = _answered_before(store, pack, conversation_id, request_key)
+            if answered is None:
+                raise
+            return answered
     handed_off = action in HANDED_OFF
     turn = TurnRecord(
         conversation_id=conversation_id,
@@ -127,6 +137,16 @@ def take_turn(
             raise StoreUnavailable()
         turn = earlier
     return TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=unreadable)
+
+
+def _answered_before(
+    store: ConversationStore, pack: DomainPack, conversation_id: UUID, request_key: str | None
+) -> TurnView | None:
+    """A limit is about to refuse this request: a retry of a key whose turn was committed before gets that
+    turn, as it stands now, and not the refusal. One read, on the refusal path only."""
+    turn_id = None if request_key is None else store.turn_of_request(conversation_id, request_key)
+    turn = None if turn_id is None else store.get_turn(conversation_id, turn_id)
+    return None if turn is None else TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=())
 
 
 GENERATED_WINDOW = timedelta(hours=1)

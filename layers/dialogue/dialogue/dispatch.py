@@ -14,6 +14,9 @@ deadline still finalizes the turn. If neither can be sent for the stream mapping
 goes to the dispatch failure queue, and the sweeper (dialogue.sweep) finalizes the turn with the same
 fallback. Delivering a turn twice sends both messages twice; the worker and the screen function
 finalize a turn once.
+
+Then, once per batch that sent a job still inside its reply deadline (`worth_waking_for`), the
+dispatch function wakes the realizer if it rests at zero tasks (dialogue.wake).
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ def is_pending_turn_insert(record: dict[str, Any]) -> bool:
     return bool(
         record.get("eventName") == "INSERT" and sort_key.startswith(TURN_PREFIX) and status == TurnStatus.PENDING
     )
+
+
+def worth_waking_for(turn: TurnRecord, *, now: datetime, reply_deadline: timedelta) -> bool:
+    """Whether the turn's job may still be worded: its reply deadline has not passed. A job past it is
+    dropped unrun by the realizer (its turn shows the fallback), so it is no reason to start a GPU: a
+    redelivered batch or a new stream mapping re-reading the stream's last 24 hours wakes nothing."""
+    return now < turn.created_at + reply_deadline
 
 
 def deadline_delay_seconds(due_at: datetime, now: datetime) -> int:

@@ -110,3 +110,13 @@ class StaffTextTooLong(DialogueError):
 
 class NotSignedIn(DialogueError):
     message = "Sign in as desk staff: the request carries no verified staff identity."
+
+
+# --- the front door ----------------------------------------------------------------------------------
+
+
+class DirectAccessRefused(DialogueError):
+    """A request that did not come through the desk's CloudFront distribution (it lacks the origin-verify
+    header's value): refused before anything is read, stored or logged from it."""
+
+    message = "This API answers only at the desk's public address."

@@ -6,11 +6,17 @@ from datetime import timedelta
 from functools import lru_cache
 
 import boto3
+from botocore.config import Config
 
 from dialogue.desk_store import DynamoDeskStore
 from dialogue.queues import SqsDispatchQueues
 from dialogue.settings import get_settings
 from dialogue.store import DynamoConversationStore
+from dialogue.wake import EcsServiceWaker, RealizerWaker
+
+# The waker's ECS calls are an optimization on the dispatch function's path: each gets one attempt and
+# a few seconds, so a slow ECS can never run the function (10 s) out of time. The wake alarm is the backstop.
+ECS_WAKE_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"total_max_attempts": 1})
 
 
 @lru_cache(maxsize=1)
@@ -49,6 +55,19 @@ def get_dispatch_queues() -> SqsDispatchQueues:
     )
 
 
+@lru_cache(maxsize=1)
+def get_realizer_waker() -> RealizerWaker | None:
+    """The realizer's waker, or None where no realizer service is named (no GPU stack, a local stack)."""
+    settings = get_settings()
+    if not (settings.realizer_cluster and settings.realizer_service):
+        return None
+    return EcsServiceWaker(
+        boto3.client("ecs", config=ECS_WAKE_CONFIG),
+        cluster=settings.realizer_cluster,
+        service=settings.realizer_service,
+    )
+
+
 def reset_caches() -> None:
     """Forget settings and clients, for tests and local stacks that change the environment."""
     from dialogue import idempotency
@@ -58,5 +77,6 @@ def reset_caches() -> None:
     get_store.cache_clear()
     get_desk_store.cache_clear()
     get_dispatch_queues.cache_clear()
+    get_realizer_waker.cache_clear()
     get_settings.cache_clear()
     forget_loaded_packs()

@@ -67,6 +67,8 @@ class ConversationStore(Protocol):
         self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
     ) -> Committed: ...
 
+    def turn_of_request(self, conversation_id: UUID, request_key: str) -> int | None: ...
+
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None: ...
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None: ...
@@ -355,10 +357,15 @@ class DynamoConversationStore:
         return Committed(turn.turn_id, wrote=True)
 
     def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
-        response = self._get(conversation_id, request_sort_key(request_key))
-        if "Item" not in response:  # expired between the write and this read: the client may send it again
+        turn_id = self.turn_of_request(conversation_id, request_key)
+        if turn_id is None:  # expired between the write and this read: the client may send it again
             raise ConcurrentTurnConflict()
-        return int(self._plain(response["Item"])["turn_id"])
+        return turn_id
+
+    def turn_of_request(self, conversation_id: UUID, request_key: str) -> int | None:
+        """The turn an idempotency key made in this conversation, or None when it made none (or expired)."""
+        response = self._get(conversation_id, request_sort_key(request_key))
+        return int(self._plain(response["Item"])["turn_id"]) if "Item" in response else None
 
     def get_turn(self, conversation_id: UUID, turn_id: int) -> TurnRecord | None:
         response = self._get(conversation_id, turn_sort_key(turn_id))

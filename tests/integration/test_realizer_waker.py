@@ -1,0 +1,237 @@
+"""The realizer woken from zero tasks by the dispatch function (dialogue/wake.py), on moto's ECS.
+
+moto keeps an ECS service's desired count as UpdateService sets it (it starts no task), which is all the
+waker reads and writes. The last tests run a turn through the local stack with an ECS service beside it:
+the dispatch function wakes the service for a fresh job, once, and not for a job past its deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from devstack.stack import LocalStack
+from dialogue.factory import get_realizer_waker, reset_caches
+from dialogue.wake import EcsServiceWaker, WakeOutcome
+
+REGION = "us-east-1"
+CLUSTER = "desk-realizer"
+SERVICE = "realizer"
+T0 = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def ecs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto's ECS with the realizer's cluster and its service at zero tasks, as the template creates it."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        client = boto3.client("ecs", region_name=REGION)
+        create_service(client)
+        yield client
+
+
+def create_service(client: Any, desired: int = 0) -> None:
+    client.create_cluster(clusterName=CLUSTER)
+    client.register_task_definition(
+        family="realizer", containerDefinitions=[{"name": "realizer", "image": "realizer", "memory": 512}]
+    )
+    client.create_service(cluster=CLUSTER, serviceName=SERVICE, taskDefinition="realizer", desiredCount=desired)
+
+
+def desired_count(client: Any) -> int:
+    (service,) = client.describe_services(cluster=CLUSTER, services=[SERVICE])["services"]
+    return int(service["desiredCount"])
+
+
+@dataclass
+class CountingClient:
+    """Passes the waker's calls to a real (moto) client and counts them."""
+
+    client: Any
+    calls: list[str] = field(default_factory=list)
+
+    def describe_services(self, **kwargs: Any) -> Any:
+        self.calls.append("describe")
+        return self.client.describe_services(**kwargs)
+
+    def update_service(self, **kwargs: Any) -> Any:
+        self.calls.append("update")
+        return self.client.update_service(**kwargs)
+
+
+@dataclass
+class Clock:
+    now: datetime = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_a_service_at_zero_tasks_is_woken_to_one(ecs: Any) -> None:
+    counting = CountingClient(ecs)
+    waker = EcsServiceWaker(counting, cluster=CLUSTER, service=SERVICE)
+    assert waker.wake() is WakeOutcome.WOKEN
+    assert desired_count(ecs) == 1
+    assert counting.calls == ["describe", "update"]
+
+
+def test_a_service_that_already_wants_tasks_is_left_alone(ecs: Any) -> None:
+    ecs.update_service(cluster=CLUSTER, service=SERVICE, desiredCount=2)
+    counting = CountingClient(ecs)
+    assert EcsServiceWaker(counting, cluster=CLUSTER, service=SERVICE).wake() is WakeOutcome.WANTED
+    assert desired_count(ecs) == 2  # never lowered to 1
+    assert counting.calls == ["describe"]
+
+
+def test_the_answer_is_remembered_for_a_minute_so_a_busy_minute_asks_ecs_once(ecs: Any) -> None:
+    counting = CountingClient(ecs)
+    clock = Clock()
+    waker = EcsServiceWaker(counting, cluster=CLUSTER, service=SERVICE, clock=clock)
+    assert waker.wake() is WakeOutcome.WOKEN
+    for seconds in (1, 20, 59):
+        clock.now = T0 + timedelta(seconds=seconds)
+        assert waker.wake() is WakeOutcome.WANTED
+    assert counting.calls == ["describe", "update"]
+    # A minute on, ECS is asked again: the idle alarm may have returned the service to 0 since.
+    ecs.update_service(cluster=CLUSTER, service=SERVICE, desiredCount=0)
+    clock.now = T0 + timedelta(seconds=61)
+    assert waker.wake() is WakeOutcome.WOKEN
+    assert counting.calls == ["describe", "update", "describe", "update"]
+    assert desired_count(ecs) == 1
+
+
+@dataclass
+class RefusingClient:
+    """An ECS client that refuses every call, as ECS does without the permission."""
+
+    calls: int = 0
+
+    def describe_services(self, **_: Any) -> Any:
+        self.calls += 1
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "DescribeServices")
+
+    def update_service(self, **_: Any) -> Any:  # pragma: no cover - never reached
+        raise AssertionError("update without a describe")
+
+
+def test_a_failed_wake_is_reported_never_raised_and_tried_again_next_time(caplog: pytest.LogCaptureFixture) -> None:
+    refusing = RefusingClient()
+    waker = EcsServiceWaker(refusing, cluster=CLUSTER, service=SERVICE)
+    caplog.set_level(logging.WARNING)
+    assert waker.wake() is WakeOutcome.FAILED
+    assert waker.wake() is WakeOutcome.FAILED  # a failure is not remembered as "wanted"
+    assert refusing.calls == 2
+    failures = [record for record in caplog.records if record.getMessage() == "realizer wake failed"]
+    assert failures and all(getattr(record, "error", None) == "AccessDeniedException" for record in failures)
+
+
+def test_a_missing_or_draining_service_is_a_failed_wake(ecs: Any) -> None:
+    assert EcsServiceWaker(ecs, cluster=CLUSTER, service="no-such-service").wake() is WakeOutcome.FAILED
+    ecs.delete_service(cluster=CLUSTER, service=SERVICE, force=True)
+    assert EcsServiceWaker(ecs, cluster=CLUSTER, service=SERVICE).wake() is WakeOutcome.FAILED
+
+
+def test_there_is_a_waker_only_where_the_stack_names_the_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLE_NAME", "conversations")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.delenv("REALIZER_CLUSTER", raising=False)
+    monkeypatch.delenv("REALIZER_SERVICE", raising=False)
+    reset_caches()
+    try:
+        assert get_realizer_waker() is None  # devstack, or a stack with no realizer yet
+        monkeypatch.setenv("REALIZER_CLUSTER", CLUSTER)
+        reset_caches()
+        assert get_realizer_waker() is None  # both or nothing
+        monkeypatch.setenv("REALIZER_SERVICE", SERVICE)
+        reset_caches()
+        assert isinstance(get_realizer_waker(), EcsServiceWaker)
+    finally:
+        monkeypatch.delenv("REALIZER_CLUSTER")
+        monkeypatch.delenv("REALIZER_SERVICE")
+        reset_caches()
+
+
+# --- the dispatch function wakes the realizer ----------------------------------------------------------
+
+
+@pytest.fixture
+def stack_with_a_realizer(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[LocalStack, Any]]:
+    """The local stack, with the realizer's ECS service (at zero tasks) in the same moto account, named in
+    the dispatch function's environment as the template names it."""
+    client = boto3.client("ecs", region_name=REGION)
+    create_service(client)
+    monkeypatch.setenv("REALIZER_CLUSTER", CLUSTER)
+    monkeypatch.setenv("REALIZER_SERVICE", SERVICE)
+    reset_caches()
+    try:
+        yield stack, client
+    finally:
+        monkeypatch.delenv("REALIZER_CLUSTER")
+        monkeypatch.delenv("REALIZER_SERVICE")
+        reset_caches()
+
+
+def post_generated_turn(stack: LocalStack) -> None:
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    response = stack.call_api(
+        "POST", f"/conversations/{conversation_id}/turns", {"text": "I want the Data Support Certificate."}
+    )
+    assert response.status == 202
+
+
+def test_a_fresh_job_wakes_the_realizer_once_and_the_dispatch_does_not_wait_on_it(
+    stack_with_a_realizer: tuple[LocalStack, Any],
+) -> None:
+    stack, client = stack_with_a_realizer
+    post_generated_turn(stack)
+    assert stack.run_dispatch() == 1
+    assert desired_count(client) == 1
+    assert stack.metric_total("RealizerWoken") == 1
+    # The next turn a few seconds later: the answer is remembered, nothing more is set.
+    stack.advance(5)
+    post_generated_turn(stack)
+    assert stack.run_dispatch() == 1
+    assert stack.metric_total("RealizerWoken") == 1
+    assert stack.metric_total("TurnsDispatched") == 2
+    assert stack.metric_total("RealizerWakeFailed") == 0
+
+
+def test_a_job_past_its_deadline_wakes_nothing(stack_with_a_realizer: tuple[LocalStack, Any]) -> None:
+    """A record delivered after its turn's reply deadline (a retried batch, a re-read stream) still sends
+    its messages, but its job will be dropped unrun, so no GPU is started for it."""
+    stack, client = stack_with_a_realizer
+    post_generated_turn(stack)
+    stack.advance(3600)
+    assert stack.run_dispatch() == 1
+    assert stack.metric_total("TurnsDispatched") == 1
+    assert desired_count(client) == 0
+    assert stack.metric_total("RealizerWoken") == 0
+
+
+def test_a_wake_that_fails_never_fails_the_dispatch(
+    stack_with_a_realizer: tuple[LocalStack, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack, client = stack_with_a_realizer
+    monkeypatch.setenv("REALIZER_SERVICE", "no-such-service")
+    reset_caches()
+    post_generated_turn(stack)
+    assert stack.run_dispatch() == 1
+    assert stack.metric_total("TurnsDispatched") == 1
+    assert stack.metric_total("RealizerWakeFailed") == 1
+    assert stack.metric_total("DispatchRecordsFailed") == 0
+    messages = stack.sqs.receive_message(QueueUrl=stack.realize_queue.url, MaxNumberOfMessages=10)["Messages"]
+    assert len(messages) == 1  # the job went out all the same
+    assert desired_count(client) == 0
