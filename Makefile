@@ -49,7 +49,7 @@ OPS_VENV := .venv-ops
 OPS_STAMP := $(OPS_VENV)/.installed
 OPS_PYTHON := $(OPS_VENV)/bin/python
 
-$(OPS_STAMP): requirements-ops.txt pyproject.toml
+$(OPS_STAMP): requirements-ops.txt layers/dialogue/requirements.txt pyproject.toml
 	@test -n "$(PYTHON312)" || { $(NO_PYTHON312); }
 	rm -rf $(OPS_VENV)
 	$(PYTHON312) -m venv $(OPS_VENV)

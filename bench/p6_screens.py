@@ -10,7 +10,8 @@ the stack) and the lesson profile:
 - `decide`: the content screens, the generation checks and the fallback choice (the figure);
 - parse + `decide`: the SQS body parsed into a RealizedReply first, as the screen Lambda does.
 
-The desk's word screens skip their scan when the reply's words leave the pattern's word gate shut
+The desk's word screens skip their scan when the pattern's word gate stays shut: one RE2 pass
+(`re2.Set`) over the reply case-folded runs every pattern's gate, the pattern written again for RE2
 (dialogue/pack/word_gate.py); the notes say how many of the set's replies open each gate.
 """
 
@@ -171,7 +172,7 @@ def main() -> int:
         for name in ("status_claim", "personal_question", "program_name", "date_word", "third_person", "boilerplate")
     )
     notes = (
-        f"Word gates opened (replies of {count} whose words let the pattern scan): {gate_counts}.\n\n"
+        f"Word gates opened (replies of {count} on which the pattern's RE2 gate matched): {gate_counts}.\n\n"
         f"{count} replies ({fired} of them fall back), pinned to CPU {cpu}, {ROUNDS} interleaved rounds of "
         f"{PASSES} passes; the fastest round of each level (the median: "
         + ", ".join(f"{count / median(values):,.0f}/s" for values in per_round.values())

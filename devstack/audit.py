@@ -1,7 +1,7 @@
 """The privacy audit: everything a run kept, written out so anyone can check it holds no user text.
 
 `replay --audit-dir DIR` and `serve --audit-dir DIR` write three JSON-lines files: every DynamoDB
-item of both tables (at the end), every SQS message body sent by any component and every log line the
+item of the table (at the end), every SQS message body sent by any component and every log line the
 handlers and the worker printed (as they happen, for a server that runs a long time).
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
+from devstack.stack import TABLE_NAME, LocalStack
 
 ITEMS, MESSAGES, LOGS = AUDIT_FILES = ("dynamodb_items.jsonl", "sqs_messages.jsonl", "log_lines.jsonl")
 
@@ -42,8 +42,7 @@ class AuditWriter:
         self._append(LOGS, ({"line": line} for line in lines))
 
     def add_items(self, stack: LocalStack) -> None:
-        tables = (TABLE_NAME, IDEMPOTENCY_TABLE_NAME)
-        self._append(ITEMS, ({"table": table, "item": item} for table in tables for item in stack.table_items(table)))
+        self._append(ITEMS, ({"table": TABLE_NAME, "item": item} for item in stack.table_items(TABLE_NAME)))
 
 
 def write_audit(stack: LocalStack, directory: Path) -> dict[str, int]:

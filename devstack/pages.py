@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from devstack import PROJECT_ROOT
 from devstack.auth import CLIENT_ID, TOKEN_LIFETIME_S, LocalIssuer
+from dialogue.errors import ERRORS, pages_errors
 from dialogue.pack import DomainPack, get_pack
 
 WEB_ROOT = PROJECT_ROOT / "web"
@@ -74,6 +75,10 @@ def _json(status: HTTPStatus, body: dict[str, Any]) -> Page:
     return _page(status, "application/json", json.dumps(body).encode())
 
 
+def _route_not_found() -> Page:
+    return _json(HTTPStatus.NOT_FOUND, {"error": "route_not_found", "message": ERRORS["route_not_found"].message})
+
+
 def desk_config(pack: DomainPack) -> dict[str, Any]:
     """The desk's name, introduction, how a person answers and example questions for the pages, from its
     domain pack."""
@@ -87,9 +92,11 @@ def desk_config(pack: DomainPack) -> dict[str, Any]:
 
 
 def local_config() -> dict[str, Any]:
-    """The pages' config under devstack: the desk, and the local sign-in's endpoints (on this origin)."""
+    """The pages' config under devstack: the desk, the errors' table (what the pages say and do for each
+    code, dialogue.errors) and the local sign-in's endpoints (on this origin)."""
     return {
         "desk": desk_config(get_pack()),
+        "errors": pages_errors(),
         "local": True,
         "authorizeUrl": AUTHORIZE,
         "tokenUrl": TOKEN,
@@ -134,7 +141,7 @@ class Pages:
     def _file(self, relative: str) -> Page:
         target = (self._root / relative).resolve()
         if not target.is_relative_to(self._root) or not target.is_file() or target.suffix not in CONTENT_TYPES:
-            return _json(HTTPStatus.NOT_FOUND, {"error": "route_not_found", "message": "No page has that address."})
+            return _route_not_found()
         return _page(HTTPStatus.OK, CONTENT_TYPES[target.suffix], target.read_bytes())
 
     # --- the local sign-in ---------------------------------------------------------------------------
@@ -151,9 +158,7 @@ class Pages:
             return self._authorize(_fields(body))
         if path == TOKEN and method == "POST":
             return self._token(_fields(body))
-        return _json(
-            HTTPStatus.NOT_FOUND, {"error": "route_not_found", "message": "No route matches that method and path."}
-        )
+        return _route_not_found()
 
     @staticmethod
     def _request_problem(fields: dict[str, str]) -> str | None:

@@ -35,7 +35,6 @@ from devstack.streams import StreamMapping
 
 REGION = "us-east-1"
 TABLE_NAME = "devstack-conversations"
-IDEMPOTENCY_TABLE_NAME = "devstack-idempotency"
 AUDIT_BUCKET = "devstack-audit"  # the audit's WORM copy (template.yaml's AuditBucket), under Object Lock
 AUDIT_RETENTION_DAYS = 365  # the bucket's default COMPLIANCE retention: AuditRetentionDays' default
 MAX_RECEIVE_COUNT = 5
@@ -54,7 +53,6 @@ _ENVIRONMENT = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
     "TABLE_NAME": TABLE_NAME,
-    "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE_NAME,
     "AUDIT_BUCKET": AUDIT_BUCKET,
     "POWERTOOLS_SERVICE_NAME": "devstack",
     "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDeskLocal",
@@ -475,15 +473,6 @@ def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     )
     dynamodb.update_time_to_live(
         TableName=TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
-    )
-    dynamodb.create_table(
-        TableName=IDEMPOTENCY_TABLE_NAME,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb.update_time_to_live(
-        TableName=IDEMPOTENCY_TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"}
     )
     realize_dlq = _create_queue(sqs, "devstack-realize-dlq")
     screen_dlq = _create_queue(sqs, "devstack-screen-dlq")

@@ -62,7 +62,6 @@ BATCH_GOOD_REPLY = (5, "Should staff contact you by phone or by email?")
 ENV_PLACEHOLDERS = {
     "TurnApiFunction": {
         "TABLE_NAME": "ConversationTableName",
-        "IDEMPOTENCY_TABLE_NAME": "IdempotencyTableName",
     },
     "DispatchTurnFunction": {
         "TABLE_NAME": "ConversationTableName",

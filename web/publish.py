@@ -1,8 +1,9 @@
 """Publish the two pages to a deployed stack: `make publish-pages STACK=enrollment-desk`.
 
 Reads the stack's outputs, writes config.json from them (the Cognito managed login's endpoints and the
-console's app client), uploads the pages to the pages bucket under the paths CloudFront serves
-(`chat`, `console`, `assets/...`, `config.json`), and invalidates the distribution. It also checks that
+console's app client) and from the errors' table (dialogue.errors), uploads the pages to the pages bucket
+under the paths CloudFront serves (`chat`, `console`, `assets/...`, `config.json`), and invalidates the
+distribution. It also checks that
 the console's address is one the app client may return to after sign-in, and says how to add it if not.
 
     .venv/bin/python web/publish.py --stack enrollment-desk [--region us-east-1]
@@ -39,13 +40,16 @@ class PublishError(RuntimeError):
 
 
 def console_config(outputs: Mapping[str, str]) -> dict[str, Any]:
-    """The pages' config.json in AWS: the stack's desk, and Cognito's managed login for the console's client."""
+    """The pages' config.json in AWS: the stack's desk, the errors' table (dialogue.errors: what the pages
+    say and do for each code), and Cognito's managed login for the console's client."""
     from devstack.pages import desk_config
+    from dialogue.errors import pages_errors
     from dialogue.pack import get_pack, pack_dir_for
 
     sign_in = outputs["StaffSignInUrl"].rstrip("/")
     return {
         "desk": desk_config(get_pack(pack_dir_for(outputs["DomainPack"]))),
+        "errors": pages_errors(),
         "local": False,
         "authorizeUrl": f"{sign_in}/oauth2/authorize",
         "tokenUrl": f"{sign_in}/oauth2/token",

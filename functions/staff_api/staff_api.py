@@ -165,7 +165,7 @@ class InvalidCursor(Exception):
 
 @app.exception_handler(InvalidCursor)
 def handle_invalid_cursor(_: InvalidCursor) -> Any:
-    return error_response(HTTPStatus.BAD_REQUEST, "invalid_cursor", "The cursor must be a next_cursor this API gave.")
+    return error_response("invalid_cursor")
 
 
 def _review_items(turns: list[TurnRecord]) -> list[ReviewItem]:
@@ -443,38 +443,32 @@ def _emit(figures: DeskStats) -> None:
 _BODY_FIELDS = {"decision", "reason", "correction", "text"}
 
 
-def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
-    """One sentence for the first problem, chosen from where it is, never from what was sent."""
+def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
+    """The code for the first problem, chosen from where it is, never from what was sent (its sentence is
+    the table's, dialogue.errors)."""
     location, kind = problem_at(problems)
     if location[:1] == ("path",) or location[1:2] in (("conversation_id",), ("turn_id",)):
-        if location[1:2] == ("conversation_id",):
-            return "invalid_conversation_id", "The conversation id must be a UUID."
-        return "invalid_turn_id", "The turn id must be a whole number from 1."
+        return "invalid_conversation_id" if location[1:2] == ("conversation_id",) else "invalid_turn_id"
     if location[:1] == ("query",):
-        if location[1:2] == ("cursor",):
-            return "invalid_cursor", "The cursor must be a next_cursor this API gave."
-        return "invalid_query", "A query parameter is not one of the values this route documents."
+        return "invalid_cursor" if location[1:2] == ("cursor",) else "invalid_query"
     if kind in BODY_UNREADABLE:
-        return "invalid_body", "The body must be the JSON object this route documents."
+        return "invalid_body"
     if kind in ("string_too_short", "string_too_long"):
-        return "invalid_text_length", "The text must hold between 1 and 4000 characters, within the desk's limit."
+        return "invalid_text_length"
     if kind == "extra_forbidden":
-        return "unexpected_field", "The body holds a field this route does not take."
+        return "unexpected_field"
     if kind == "missing" and location[1:2] == ("text",):
-        return "missing_text", 'The body must be a JSON object with a "text" field.'
+        return "missing_text"
     if location[1:2] == ("decision",) or kind in ("missing", "literal_error"):
-        return (
-            "invalid_decision",
-            'A decision is {"decision": "approve" | "reject", "reason": code, "correction": text}.',
-        )
+        return "invalid_decision"
     if kind == "string_type":
-        return "invalid_text_type", "Every text field must be a string."
-    return "invalid_request", "The request is not valid for this route."
+        return "invalid_text_type"
+    return "invalid_request"
 
 
 install_error_handlers(
     app,
-    _validation_message,
+    _validation_code,
     ("conversation_id", "turn_id", "order", "held", "drafted", "action", "review", "status", "limit", "cursor",
      *_BODY_FIELDS),
 )  # fmt: skip

@@ -11,10 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from dialogue.actions import Action, ReplySource, TurnStatus
 from dialogue.api import ErrorBody, ErrorCode, error_responses, success
 from dialogue.conversation import MessagePage
+from dialogue.errors import MAX_TURN_TEXT_CHARS
 
 __all__ = ["ErrorBody", "ErrorCode", "MessagePage", "errors", "success"]
 
-MAX_TEXT_CHARS = 1000
+MAX_TEXT_CHARS = MAX_TURN_TEXT_CHARS
 
 
 class TurnRequest(BaseModel):
@@ -41,18 +42,10 @@ class TurnAccepted(BaseModel):
 
 
 class TurnAnswer(BaseModel):
-    """A posted turn's HTTP answer, as an idempotent retry gets it back."""
+    """A posted turn's HTTP answer (a retry with the turn's Idempotency-Key gets the same status code)."""
 
     status_code: Literal[200, 202]
     body: TurnAccepted
-
-
-class IdempotentTurn(BaseModel):
-    """What identifies a posted turn for Powertools' idempotency: the conversation and the client's key.
-    Never the text (the idempotency table holds a hash of these two)."""
-
-    conversation_id: UUID
-    idempotency_key: str
 
 
 class TurnDetail(BaseModel):
@@ -76,8 +69,7 @@ errors = error_responses(
     {
         400: 'Malformed request: an id that is not well formed, or a body that is not a JSON object holding exactly one string field, "text".',  # noqa: E501
         404: "No conversation or turn with that id, or no route for that method and path.",
-        409: "Another turn changed the conversation first, a retry of this key is still running, or the "
-        "conversation reached its turn limit.",
+        409: "Another turn changed the conversation first, or the conversation reached its turn limit.",
         429: "The conversation asked for more worded replies in the last hour than the desk allows; send the "
         "turn again after `Retry-After` seconds.",
         422: "The request does not validate: on a posted turn, the text is empty or longer than the limit "

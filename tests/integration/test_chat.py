@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dialogue.errors import ERRORS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,5 +34,6 @@ def test_chat_reports_bad_input_without_echo() -> None:
         cwd=ROOT, input=typed, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "The text must hold between 1 and 1000 characters." in result.stdout
+    assert ERRORS["invalid_text_length"].message in result.stdout  # the table's sentence
+    assert "between 1 and 1000 characters" in result.stdout
     assert "x" * 20 not in result.stdout

@@ -21,12 +21,11 @@ from uuid import UUID
 import pytest
 
 from devstack.events import FakeLambdaContext
-from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
+from devstack.stack import TABLE_NAME, LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 DEPLOY_GUIDE = ROOT / "docs" / "DEPLOY.md"
-IDEMPOTENCY_TABLE = IDEMPOTENCY_TABLE_NAME  # the local stack creates it, as the template does
 FUNCTION_OF_PREFIX = {
     "api-": "TurnApiFunction",
     "staff-": "StaffApiFunction",
@@ -107,7 +106,6 @@ class Deployment:
         self.used: list[str] = []
         outputs = {
             "ConversationTableName": TABLE_NAME,
-            "IdempotencyTableName": IDEMPOTENCY_TABLE,
             "RealizeQueueUrl": stack.realize_queue.url,
             "ScreenQueueUrl": stack.screen_queue.url,
             "DispatchFailureQueueUrl": stack.dispatch_failures.url,

@@ -12,7 +12,6 @@ retrying what failed once its timeout has passed. After every fault:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 from pack_files import desk_reply
 
-from devstack.events import FakeLambdaContext
 from devstack.faults import Fault
 from devstack.stack import SCREEN_VISIBILITY_TIMEOUT, ApiResponse, LocalStack
 
@@ -29,9 +27,6 @@ KEY = "page-send-0001"
 ATTEMPTS = 8
 DEADLINE_SECONDS = 60
 STEP_SECONDS = 5  # the worker's retry delay; the screen queue's visibility timeout is six steps
-# Powertools keeps a failed call's in-progress record until the invocation's remaining time runs out;
-# the fake context says 50 ms is left, so a retry after that finds it expired, as it would in AWS.
-REMAINING_MS = 50
 
 COMMON = (Fault.THROTTLING, Fault.INTERNAL_ERROR, Fault.UNAVAILABLE, Fault.TIMEOUT, Fault.LOST_RESPONSE)
 
@@ -49,17 +44,17 @@ class Case:
 
 def cases() -> list[Case]:
     found: list[Case] = []
-    # The turn path: load the state, commit the turn; Powertools' in-progress and success records.
+    # The turn path: load the state, commit the turn.
     for operation, faults in (
         ("dynamodb.GetItem", COMMON),
         ("dynamodb.TransactWriteItems", (*COMMON, Fault.TRANSACTION_CONFLICT, Fault.CONDITIONAL_FAILURE)),
-        ("dynamodb.PutItem", (*COMMON, Fault.CONDITIONAL_FAILURE)),
-        ("dynamodb.UpdateItem", COMMON),
     ):
         found += [Case("turn", ((operation, fault, 0),)) for fault in faults]
-    # The turn fails, and so does clearing its in-progress record.
+    # The commit's answer is lost, and the retry's reads of the key's turn fail: the third read is the
+    # retry's read of the REQUEST item, the fourth its read of the turn.
     found += [
-        Case("turn", (("dynamodb.TransactWriteItems", Fault.THROTTLING, 0), ("dynamodb.DeleteItem", fault, 0)))
+        Case("turn", (("dynamodb.TransactWriteItems", Fault.LOST_RESPONSE, 0), ("dynamodb.GetItem", fault, skip)))
+        for skip in (2, 3)
         for fault in COMMON
     ]
     # The dispatch: the deadline message (first send), the job (second send).
@@ -82,11 +77,6 @@ def cases() -> list[Case]:
 CASES = cases()
 
 
-@pytest.fixture
-def short_invocations(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(FakeLambdaContext, "get_remaining_time_in_millis", lambda self: REMAINING_MS)
-
-
 def assert_clear_refusal(answer: ApiResponse) -> None:
     assert answer.status in (409, 503), answer
     assert answer.headers.get("retry-after") == "1", answer
@@ -106,7 +96,6 @@ def post_as_the_page(stack: LocalStack, conversation_id: str) -> tuple[ApiRespon
             return answer, refusals
         assert_clear_refusal(answer)
         refusals.append(answer)
-        time.sleep(REMAINING_MS * 2 / 1000)  # the page waits Retry-After; here, long enough for the record
     raise AssertionError(f"the turn was never accepted: {[(a.status, a.body) for a in refusals]}")
 
 
@@ -142,9 +131,7 @@ def stored(stack: LocalStack, conversation_id: str) -> dict[str, list[dict[str, 
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_a_fault_loses_no_turn_doubles_none_and_leaves_none_pending(
-    stack: LocalStack, short_invocations: None, case: Case
-) -> None:
+def test_a_fault_loses_no_turn_doubles_none_and_leaves_none_pending(stack: LocalStack, case: Case) -> None:
     conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
     cues = [stack.faults.inject(op, fault, skip=skip) for op, fault, skip in case.cues]
     if case.phase == "turn":
@@ -191,11 +178,8 @@ def test_the_cases_cover_every_call_a_turn_makes() -> None:
     """Each AWS operation on the turn's way, by the code that makes it, is in the matrix."""
     covered = {op for case in CASES for op, _, _ in case.cues}
     assert covered == {
-        "dynamodb.GetItem",  # turn API: load the state
+        "dynamodb.GetItem",  # turn API: load the state; a retry's reads of its key's turn
         "dynamodb.TransactWriteItems",  # turn API: commit; screen function: finalize
-        "dynamodb.PutItem",  # Powertools: the in-progress record
-        "dynamodb.UpdateItem",  # Powertools: the answer
-        "dynamodb.DeleteItem",  # Powertools: clear a failed call's record
         "sqs.SendMessage",  # dispatch: the deadline and the job
         "sqs.ReceiveMessage",  # worker
         "sqs.SendMessageBatch",  # worker: replies

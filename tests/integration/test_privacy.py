@@ -18,7 +18,7 @@ import pytest
 from devstack.audit import approved_wording
 from devstack.desk_walk import walk_the_desk
 from devstack.replay import replay_conversation
-from devstack.stack import IDEMPOTENCY_TABLE_NAME, TABLE_NAME, LocalStack
+from devstack.stack import TABLE_NAME, LocalStack
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 
 PIECE = 12
@@ -48,11 +48,7 @@ def approved_text(pack: DomainPack) -> str:
 
 def everything_kept(stack: LocalStack) -> dict[str, list[str]]:
     return {
-        "dynamodb item": [
-            json.dumps(item, ensure_ascii=False).lower()
-            for table in (TABLE_NAME, IDEMPOTENCY_TABLE_NAME)
-            for item in stack.table_items(table)
-        ],
+        "dynamodb item": [json.dumps(item, ensure_ascii=False).lower() for item in stack.table_items(TABLE_NAME)],
         "sqs message body": [message["body"].lower() for message in stack.sent_messages],
         "log line": [line.lower() for line in stack.log_lines],
     }

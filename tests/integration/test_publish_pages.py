@@ -11,6 +11,8 @@ import pytest
 from commands import load_script
 from moto import mock_aws
 
+from dialogue.errors import pages_errors
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -86,6 +88,7 @@ def test_every_page_asset_and_the_config_go_where_cloudfront_serves_them(aws: di
                 "Can I talk to a person?",
             ],
         },
+        "errors": pages_errors(),  # the pages' words for each error code: the one table's
         "local": False,
         "authorizeUrl": "https://riverton-desk.auth.us-east-1.amazoncognito.com/oauth2/authorize",
         "tokenUrl": "https://riverton-desk.auth.us-east-1.amazoncognito.com/oauth2/token",

@@ -15,7 +15,8 @@ from uuid import UUID
 import pytest
 from moto.dynamodb.models import DynamoDBBackend
 
-from devstack.stack import IDEMPOTENCY_TABLE_NAME, LocalStack
+from devstack.faults import Fault
+from devstack.stack import LocalStack
 from dialogue import conversation
 from dialogue.errors import ConcurrentTurnConflict
 from dialogue.factory import get_store, reset_caches
@@ -46,8 +47,10 @@ def test_retry_with_the_same_idempotency_key_gets_the_same_answer_and_one_turn(s
     path = f"/conversations/{conversation_id}/turns"
     headers = {"Idempotency-Key": "client-retry-0001"}
     first = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers=headers)
+    items = stack.table_items()
     again = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers=headers)
     assert (again.status, again.body) == (first.status, first.body) == (200, again.body)
+    assert stack.table_items() == items, "a retry writes nothing"
     assert len(turn_items(stack, conversation_id)) == 1
     # A new key is a new turn.
     other = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers={"Idempotency-Key": "k2"})
@@ -86,15 +89,75 @@ def test_malformed_idempotency_key_is_refused(stack: LocalStack, bad_key: str) -
     assert len(turn_items(stack, conversation_id)) == 0
 
 
-def test_idempotency_records_hold_no_text(stack: LocalStack) -> None:
+def test_the_request_item_holds_neither_the_text_nor_the_key(stack: LocalStack) -> None:
     conversation_id = new_conversation(stack)
     secret = "Quillfeather-Sentinel-6612 wants forklift"
+    key = "Keyholder-Sentinel-4410"
     stack.call_api(
-        "POST", f"/conversations/{conversation_id}/turns", {"text": secret}, headers={"Idempotency-Key": "q"}
+        "POST", f"/conversations/{conversation_id}/turns", {"text": secret}, headers={"Idempotency-Key": key}
     )
-    records = stack.table_items(IDEMPOTENCY_TABLE_NAME)
+    records = [item for item in stack.table_items() if item["sk"]["S"].startswith("REQUEST#")]
     assert len(records) == 1
-    assert "quillfeather" not in str(records).lower()
+    assert set(records[0]) == {"pk", "sk", "turn_id", "expires_at"}
+    assert "quillfeather" not in str(stack.table_items()).lower()
+    assert "keyholder" not in str(stack.table_items()).lower()
+
+
+def test_a_retry_after_the_answer_was_lost_gets_the_turn(stack: LocalStack) -> None:
+    """The turn's transaction took effect and its answer was lost on the way back (the client saw a
+    503): the retry with the same key gets the committed turn, and nothing more is written."""
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    headers = {"Idempotency-Key": "lost-answer"}
+    cue = stack.faults.inject("dynamodb.TransactWriteItems", Fault.LOST_RESPONSE)
+    lost = stack.call_api("POST", path, {"text": "Forklift by email"}, headers=headers)
+    assert (cue.fired, lost.status, lost.body["error"]) == (1, 503, "StoreUnavailable")
+    items = stack.table_items()
+    assert len(turn_items(stack, conversation_id)) == 1  # the write happened
+    retry = stack.call_api("POST", path, {"text": "Forklift by email"}, headers=headers)
+    assert (retry.status, retry.body["turn_id"], retry.body["action"], retry.body["status"]) == (
+        202,
+        1,
+        "confirm",
+        "pending",
+    )
+    assert stack.table_items() == items, "the retry writes nothing"
+    assert any('"RetriesAnswered"' in line for line in stack.log_lines)
+    stack.run_dispatch()
+    assert len([m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]) == 1
+
+
+def test_a_retry_gets_its_own_turn_after_later_turns_and_whatever_its_text(stack: LocalStack) -> None:
+    """A key's retry arriving after other turns changed the conversation, even with another text, gets
+    the turn the key made (as it stands now), never a new one."""
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    first = stack.call_api("POST", path, {"text": "Can I talk to a person?"}, headers={"Idempotency-Key": "one"})
+    later = stack.call_api("POST", path, {"text": "Forklift by email"}, headers={"Idempotency-Key": "two"})
+    assert (first.body["turn_id"], later.body["turn_id"]) == (1, 2)
+    items = stack.table_items()
+    for text in ("Can I talk to a person?", "Forklift by email"):
+        again = stack.call_api("POST", path, {"text": text}, headers={"Idempotency-Key": "one"})
+        assert (again.status, again.body) == (first.status, first.body)
+    assert stack.table_items() == items
+    assert stack.call_api("GET", f"/conversations/{conversation_id}").body["turn_count"] == 2
+
+
+def test_a_twin_request_racing_on_the_same_state_gets_the_first_turn_through_the_api(
+    stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two requests with one key read the same state version; the second's transaction meets the
+    first's REQUEST item and answers with the first's turn, status code and all."""
+    conversation_id = new_conversation(stack)
+    path = f"/conversations/{conversation_id}/turns"
+    headers = {"Idempotency-Key": "twin"}
+    stale = conversation.load_conversation(get_store(), UUID(conversation_id))
+    first = stack.call_api("POST", path, {"text": "Forklift by email"}, headers=headers)
+    items = stack.table_items()
+    monkeypatch.setattr(conversation, "load_conversation", lambda *_: stale)  # read before the first wrote
+    twin = stack.call_api("POST", path, {"text": "Forklift by email"}, headers=headers)
+    assert (twin.status, twin.body) == (first.status, first.body) == (202, first.body)
+    assert stack.table_items() == items
 
 
 # --- concurrency ----------------------------------------------------------------------------------

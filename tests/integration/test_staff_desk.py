@@ -17,7 +17,7 @@ import pytest
 
 from devstack.faults import Fault
 from devstack.stack import TABLE_NAME, LocalStack
-from dialogue.actions import Screen
+from dialogue.actions import Screen, ScreenProfile
 from dialogue.realize import RealizedReply, RealizeJob
 from dialogue.settings import get_settings
 
@@ -989,3 +989,34 @@ def test_the_desk_info_names_the_desk_from_its_pack(stack: LocalStack) -> None:
     assert set(screens) == {str(screen) for screen in Screen}
     assert screens["program_names"] == "Another of the desk's offerings named"
     assert len(set(screens.values())) == len(screens)
+    # Each screen once: its name, its label and the profile that adds it, the Screen enum's own; every
+    # screen either profile can fire has a label (the console shows no raw name).
+    assert info["screens"] == [
+        {"name": str(screen), "label": screen.label, "profile": screen.profile and str(screen.profile)}
+        for screen in Screen
+    ]
+    for profile in ScreenProfile:
+        listed = {screen["name"] for screen in info["screens"] if screen["label"]}
+        assert {str(screen) for screen in profile.screens} <= listed, profile
+    desk_only = [screen["name"] for screen in info["screens"] if screen["profile"] == "desk"]
+    assert len(desk_only) == 8 and set(desk_only) == {str(s) for s in ScreenProfile.DESK.screens} - {
+        str(s) for s in ScreenProfile.LESSON.screens
+    }
+
+
+def test_a_decision_refused_for_its_body_never_repeats_it_and_stores_nothing(
+    stack: LocalStack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A decision whose fields are not the API's: 422 in the error shape, whose message, like the log,
+    never holds what was sent; the review is still pending and nothing was written."""
+    conversation_id = new_conversation(stack)
+    turn = generated(stack, conversation_id, INFORM_TURNS[0], CLEAN)
+    where = review(conversation_id, turn)
+    staff(stack, "POST", f"{where}/claim")
+    before = table_snapshot(stack)
+    sentinel = "Sentinel-Decision-99"
+    for body in ({"decision": sentinel}, {"decision": "reject", "reason": sentinel}, {"decision": 4, "x": sentinel}):
+        status, _code, message = refused(stack, "POST", f"{where}/decision", body)
+        assert status in (400, 422) and sentinel not in message
+    assert sentinel not in caplog.text
+    assert table_snapshot(stack) == before

@@ -105,12 +105,6 @@ def test_a_decision_is_checked_against_the_desks_reason_codes(pack: DomainPack) 
             decided_review(bad, pack)
 
 
-def test_a_decision_body_never_repeats_what_was_sent_in_its_errors() -> None:
-    with pytest.raises(ValidationError) as error:
-        DecisionRequest.model_validate({"decision": "Sentinel-Decision-99", "reason": 4})
-    assert "Sentinel-Decision-99" not in str(error.value)
-
-
 def test_staff_text_has_the_desks_limit(pack: DomainPack) -> None:
     limit = pack.spec.staff.max_message_chars
     assert checked_staff_text("x" * limit, pack) == "x" * limit

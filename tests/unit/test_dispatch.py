@@ -20,9 +20,8 @@ from dialogue.dispatch import (
     is_pending_turn_insert,
 )
 from dialogue.pack import DomainPack
-from dialogue.realize import RealizeJob, ReplyDeadline, build_realize_job
+from dialogue.realize import RealizeJob, ReplyDeadline
 from dialogue.records import TurnRecord
-from dialogue.state import DialogueState
 
 CREATED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 DEADLINE = timedelta(seconds=60)
@@ -72,11 +71,24 @@ def test_the_deadline_goes_first_then_the_job_built_from_the_stored_turn(pack: D
     assert deadline.slots == turn.slots
     assert deadline.due_at == CREATED + DEADLINE
     assert delay == 58
-    state = DialogueState.from_slots(pack.frame, turn.slots)
-    expected = build_realize_job(
-        conversation_id=turn.conversation_id, turn_id=3, state=state, action=Action.CONFIRM, pack=pack, now=CREATED
+    assert isinstance(job, RealizeJob)
+    # The job is the stored turn's: its ids, action, slots and creation time, not the dispatch's.
+    assert job.job_id == f"{turn.conversation_id}/3"
+    assert (job.conversation_id, job.turn_id, job.action, job.slots) == (
+        turn.conversation_id,
+        3,
+        Action.CONFIRM,
+        turn.slots,
     )
-    assert job == expected, "the job is the one build_realize_job makes, timed by the turn, so redelivery repeats it"
+    assert job.created_at == CREATED
+    system, user = job.messages
+    assert (system.role, user.role) == ("system", "user")
+    # The prompt is built from the state and the action: the slot values' labels are in it.
+    assert "forklift" in user.content.lower() and "email" in user.content.lower()
+    # A redelivery an hour later sends the same job, word for word.
+    again = RecordingQueues()
+    dispatch_pending_turn(turn, queues=again, pack=pack, now=CREATED + timedelta(hours=1), reply_deadline=DEADLINE)
+    assert again.sent[1][1] == job
 
 
 @pytest.mark.parametrize(

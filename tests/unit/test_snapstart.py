@@ -74,7 +74,6 @@ def test_the_handlers_init_and_the_hook_make_no_aws_client_and_no_id() -> None:
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "TABLE_NAME": "conversations",
-        "IDEMPOTENCY_TABLE_NAME": "idempotency",
         "REALIZE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/realize",
         "SCREEN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/screen",
         "DOMAIN_PACK_DIR": str(ROOT / "data" / "riverton"),

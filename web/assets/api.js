@@ -1,5 +1,8 @@
 // Calls to the desk's APIs on this page's own origin. Every failure becomes an ApiError whose message is
-// one sentence a person can act on; the server's own sentences never repeat what was sent.
+// one sentence a person can act on, and whose `retryable` says whether sending it again may work: both
+// from the desk's one table of errors (dialogue.errors), which /config.json serves as `errors`, by the
+// answer's code, or, for an answer with none of the APIs' codes, by its status (`unreachable`,
+// `throttled`, `unavailable`, `failed`). The server's own sentences never repeat what was sent.
 
 export class ApiError extends Error {
   constructor(message, { status = 0, code = "", retryable = false } = {}) {
@@ -10,24 +13,56 @@ export class ApiError extends Error {
   }
 }
 
-const RETRY_STATUSES = new Set([409, 429, 500, 502, 503, 504]);
 const TIMEOUT_MS = 8000; // an answer slower than this counts as the desk not answering
+const NO_TABLE = "The request did not go through; try again."; // only while /config.json cannot be read
 
-// Conflicts that only mean "try again": another write to the conversation came first.
-const BUSY_CODES = new Set(["ConcurrentTurnConflict", "RetryInProgress"]);
+// --- the pages' config, read once -------------------------------------------------------------------
 
-function sentenceFor(status, body) {
+let configRead = null;
+
+/** The pages' /config.json (the desk, the errors' table, the sign-in's endpoints), read once per page. */
+export function config() {
+  if (!configRead) {
+    configRead = fetch("/config.json", { signal: AbortSignal.timeout(TIMEOUT_MS) }).then((response) => {
+      if (!response.ok) throw new Error("The page's settings could not be read; reload the page.");
+      return response.json();
+    });
+    configRead.catch(() => {
+      configRead = null; // read again next time
+    });
+  }
+  return configRead;
+}
+
+config().catch(() => undefined); // read now, so the table is at hand when the desk stops answering
+
+async function errorTable() {
+  try {
+    const read = await config();
+    return read && typeof read.errors === "object" && read.errors ? read.errors : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The table's row for an answer: by its code, or for an answer without one of the table's codes, by status. */
+async function rowFor(status, code) {
+  const table = await errorTable();
+  if (code && Object.hasOwn(table, code)) return table[code];
+  if (status === 0) return table.unreachable;
+  if (status === 429) return table.throttled;
+  if (status >= 500) return table.unavailable;
+  return null;
+}
+
+async function refusal(status, body) {
   const code = body && typeof body.error === "string" ? body.error : "";
-  if (status === 409 && (BUSY_CODES.has(code) || !body || typeof body.message !== "string")) {
-    return "The desk was busy with your previous message; try again.";
-  }
-  // The desk's own cap on worded replies per conversation says how long to wait; a throttle says nothing.
-  if (status === 429 && code !== "GeneratedTurnLimitReached") {
-    return "Too many messages at once; wait a moment and try again.";
-  }
-  if (status >= 500) return "The desk is not answering right now; try again in a moment.";
-  if (body && typeof body.message === "string") return body.message;
-  return "The request did not go through.";
+  const row = await rowFor(status, code);
+  if (row) return new ApiError(row.message, { status, code, retryable: row.retry === true });
+  // A code the table does not hold (devstack's own gateway answers): its own sentence, or the table's last.
+  const table = await errorTable();
+  const message = body && typeof body.message === "string" ? body.message : table.failed?.message || NO_TABLE;
+  return new ApiError(message, { status, code, retryable: false });
 }
 
 export async function request(method, path, { body, headers = {}, token } = {}) {
@@ -41,7 +76,7 @@ export async function request(method, path, { body, headers = {}, token } = {}) 
   try {
     response = await fetch(path, { ...sent, signal: AbortSignal.timeout(TIMEOUT_MS) });
   } catch {
-    throw new ApiError("The desk cannot be reached; check your connection and try again.", { retryable: true });
+    throw await refusal(0, null);
   }
   let answer = null;
   const text = await response.text();
@@ -52,13 +87,7 @@ export async function request(method, path, { body, headers = {}, token } = {}) 
       answer = null;
     }
   }
-  if (!response.ok) {
-    throw new ApiError(sentenceFor(response.status, answer), {
-      status: response.status,
-      code: answer && typeof answer.error === "string" ? answer.error : "",
-      retryable: RETRY_STATUSES.has(response.status),
-    });
-  }
+  if (!response.ok) throw await refusal(response.status, answer);
   return answer;
 }
 

@@ -70,11 +70,12 @@ export function decisionsChart(days) {
   );
 }
 
-export function agreementChart(overall, screens) {
+// `label` names a screen as staff read it (the screens' table, from /staff/desk).
+export function agreementChart(overall, screens, label = (name) => name) {
   // Only the screens that held something: one that never fired has no held share to compare.
-  const rows = [["all screens", overall], ...Object.entries(screens).filter(([, a]) => a.held)];
+  const rows = [["All screens", overall], ...Object.entries(screens).filter(([, a]) => a.held).map(([name, a]) => [label(name), a])];
   const width = 360;
-  const rowHeight = 34;
+  const rowHeight = 44;
   const height = 20 + rows.length * rowHeight;
   const percent = (share) => (share === null ? "none" : `${Math.round(share * 100)}%`);
   const description = rows
@@ -88,12 +89,12 @@ export function agreementChart(overall, screens) {
     (chart) => {
       rows.forEach(([name, a], index) => {
         const y = 10 + index * rowHeight;
-        chart.append(svg("text", { x: 0, y: y + 12, "font-size": 11, fill: "#1b1f24" }, name.replaceAll("_", " ")));
+        chart.append(svg("text", { x: 0, y: y + 10, "font-size": 11, fill: "#1b1f24" }, name));
         const bars = [["held", a.held_rejected_share], ["passed", a.passed_rejected_share]];
         bars.forEach(([kind, share], offset) => {
-          const w = (share ?? 0) * 200;
-          chart.append(svg("rect", { x: 120, y: y + offset * 12, width: Math.max(w, 1), height: 10, fill: COLOURS[kind] }));
-          chart.append(svg("text", { x: 125 + w, y: y + offset * 12 + 9, "font-size": 10, fill: "#1b1f24" }, percent(share)));
+          const w = (share ?? 0) * 280;
+          chart.append(svg("rect", { x: 0, y: y + 14 + offset * 12, width: Math.max(w, 1), height: 10, fill: COLOURS[kind] }));
+          chart.append(svg("text", { x: 5 + w, y: y + 14 + offset * 12 + 9, "font-size": 10, fill: "#1b1f24" }, percent(share)));
         });
       });
     },

@@ -3,7 +3,9 @@
 // The conversation's id (not its words) is kept for the tab in sessionStorage, and offered as a link
 // (/chat#c=ID: a fragment, which the browser never sends to a server), so a reload or a return finds the
 // conversation again and a staff answer still reaches the resident.
-import { ApiError, request, sleep } from "/assets/api.js";
+// What a failure says, and whether it offers to try again, are the desk's errors' table's (api.js reads it
+// from /config.json); this page only chooses, by the code, what the offered action is.
+import { ApiError, config, request, sleep } from "/assets/api.js";
 
 const WAIT_NOTICE_MS = 1000; // after this long without a reply, say one is being prepared
 const FIRST_POLL_MS = 400;
@@ -13,6 +15,8 @@ const LONGEST_WAIT_MS = 90000; // past the desk's reply deadline (60 s): stop wa
 const KEPT = "desk-conversation";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MAX_CHARS = 1000;
+// Refusals after which sending again can never work: the way on is a new conversation, with the typed text.
+const ENDS_CONVERSATION = new Set(["ConversationNotFound", "TurnLimitReached"]);
 
 const view = {
   transcript: document.getElementById("transcript"),
@@ -57,13 +61,19 @@ function appendMessage(kind, who, text) {
   view.scroller.scrollTop = view.scroller.scrollHeight;
 }
 
-function showProblem(error, retryAction, actionLabel = "Try again") {
-  const sentence = error instanceof ApiError ? error.message : "Something went wrong; try again.";
-  view.problemText.textContent = sentence;
+// The table's sentence, with one action next to it (none where `action` is null).
+function showProblem(error, action, actionLabel = "Try again") {
+  view.problemText.textContent = error instanceof ApiError ? error.message : "Something went wrong; try again.";
   view.problem.hidden = false;
   view.retry.textContent = actionLabel;
-  state.retryAction = retryAction;
-  view.message.focus(); // back to the box: the typed text is still there, and Try again is next to it
+  view.retry.hidden = !action;
+  state.retryAction = action;
+  view.message.focus(); // back to the box: the typed text is still there, and the action is next to it
+}
+
+// `retry`, where the table says sending again may work (and for a fault of this page's own, which may pass).
+function retryIf(error, retry) {
+  return error instanceof ApiError && !error.retryable ? null : retry;
 }
 
 function clearProblem() {
@@ -104,7 +114,7 @@ async function startConversation() {
     greet();
     await readMessages({ settle: true });
   } catch (error) {
-    showProblem(error, startConversation);
+    showProblem(error, retryIf(error, startConversation));
   }
 }
 
@@ -120,7 +130,7 @@ async function restore(conversationId) {
       sessionStorage.removeItem(KEPT);
       return false;
     }
-    showProblem(error, startConversation);
+    showProblem(error, retryIf(error, startConversation));
     return true;
   }
   keep(conversationId);
@@ -240,14 +250,10 @@ async function send() {
   } catch (error) {
     state.busy = false;
     view.send.disabled = false;
-    if (error instanceof ApiError && error.code === "ConversationNotFound") {
-      // The desk no longer knows this conversation (a local desk restarted, or it expired): start anew.
-      showProblem(new ApiError("The desk no longer has this conversation; try again to start a new one."), restart);
-    } else if (error instanceof ApiError && error.code === "TurnLimitReached") {
-      // Sending again can never work here: the way on is a new conversation, with the typed text.
+    if (error instanceof ApiError && ENDS_CONVERSATION.has(error.code)) {
       showProblem(error, restart, "Start a new conversation");
     } else {
-      showProblem(error, send); // the typed text stays in the box
+      showProblem(error, retryIf(error, send)); // the typed text stays in the box
     }
     return;
   }
@@ -258,7 +264,7 @@ async function send() {
   try {
     await readMessages({ settle: true });
   } catch (error) {
-    showProblem(error, settle);
+    showProblem(error, retryIf(error, settle));
   } finally {
     state.busy = false;
     view.send.disabled = false;
@@ -280,7 +286,7 @@ async function settle() {
   try {
     await readMessages({ settle: true });
   } catch (error) {
-    showProblem(error, settle);
+    showProblem(error, retryIf(error, settle));
   } finally {
     state.busy = false;
   }
@@ -304,8 +310,7 @@ view.message.addEventListener("input", countCharacters);
 /** The desk's name and introduction come from config.json (its domain pack), so a desk is data. */
 async function showDesk() {
   try {
-    const response = await fetch("/config.json", { signal: AbortSignal.timeout(8000) });
-    const desk = response.ok ? (await response.json()).desk : null;
+    const desk = (await config()).desk;
     if (!desk) return;
     document.getElementById("desk-name").textContent = desk.name;
     document.getElementById("desk-intro").textContent = desk.intro || "";

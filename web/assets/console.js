@@ -1,7 +1,7 @@
 // The staff console: the review and hand-off queues, an item view with claim, release, decision, reply
 // and close, and the desk's figures as charts. Every text from the API is set as text, never as markup.
 import { beginSignIn, currentToken, finishSignIn, onSignInChange, signOut } from "/assets/auth.js";
-import { ApiError, request } from "/assets/api.js";
+import { ApiError, config, request } from "/assets/api.js";
 import { agreementChart, decisionsChart } from "/assets/charts.js";
 
 const $ = (id) => document.getElementById(id);
@@ -18,14 +18,6 @@ const TABS = {
 };
 const REFRESH_MS = 10000; // counts and lists refresh on their own, backing off when the desk does not answer
 const LONGEST_REFRESH_MS = 120000;
-// A clash gets its own words, by the API's error code.
-const CLASHES = {
-  ClaimedByOther: "Someone else has this item. It is theirs until they release it or their claim expires.",
-  AlreadyDecided: "This reply was already decided, by a colleague or in another tab.",
-  HandoffClosed: "This hand-off was already closed, by a colleague or in another tab.",
-  ClaimRequired: "Claim the item first: it is not claimed by you, or your claim has expired.",
-  NotInQueue: "This item is no longer in the queue.",
-};
 // `opened` counts the tabs opened, so a slow start does not reopen a tab over one the person chose since.
 // `typed` keeps what the person typed or chose in an item's forms, by the item's path, across redraws.
 const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0, typed: {}, refreshTimer: null, refreshDelay: REFRESH_MS };
@@ -53,10 +45,11 @@ function say(text) {
   region("status").textContent = text;
 }
 
+// An API's refusal says the desk's errors' table's sentence for its code (api.js, from /config.json): a
+// clash with a colleague gets its own words there.
 function problem(error) {
   const box = region("problem");
-  const clash = error instanceof ApiError ? CLASHES[error.code] : null;
-  box.textContent = clash || (error instanceof Error ? error.message : String(error));
+  box.textContent = error instanceof Error ? error.message : String(error);
   box.hidden = false;
 }
 
@@ -96,7 +89,7 @@ function slotsText(slots) {
 }
 
 function screenLabel(name) {
-  const screen = state.desk.screens.find((known) => known.name === name);
+  const screen = state.desk?.screens.find((known) => known.name === name);
   return screen ? screen.label : name;
 }
 
@@ -627,7 +620,7 @@ async function replyTo(textarea) {
 
 async function showFigures() {
   const stats = await api("GET", "/staff/stats");
-  $("charts").replaceChildren(decisionsChart(stats.decisions_per_day), agreementChart(stats.screens_overall, stats.screens));
+  $("charts").replaceChildren(decisionsChart(stats.decisions_per_day), agreementChart(stats.screens_overall, stats.screens, screenLabel));
   const share = (value) => (value === null ? "none yet" : `${Math.round(value * 100)}%`);
   const seconds = (value) => (value === null ? "none yet" : `${Math.round(value)} s`);
   const rows = [
@@ -670,7 +663,7 @@ async function signOutEverywhere() {
 // --- start ------------------------------------------------------------------------------------------
 
 async function start() {
-  state.config = await (await fetch("/config.json")).json();
+  state.config = await config();
   $("local-notice").hidden = !state.config.local;
   for (const button of document.querySelectorAll("[data-tab]")) {
     button.addEventListener("click", () => openTab(button.dataset.tab).catch(problem));

@@ -164,59 +164,6 @@ class HandoffStatus(StrEnum):
     CLOSED = "closed"
 
 
-class Screen(StrEnum):
-    """Every check that can stop a generated reply: the lesson's six content screens, the desk
-    profile's eight more, then the generation checks and the deadline. A TURN item keeps the names of
-    those that fired."""
-
-    NUMERALS = "numerals"
-    PROGRAM_NAMES = "program_names"
-    ACTION_SLOTS = "action_slots"
-    PERSONAL_DETAILS = "personal_details"
-    PROMISE_WORDS = "promise_words"
-    PLACEHOLDERS = "placeholders"
-    STATUS_CLAIMS = "status_claims"
-    PERSONAL_QUESTIONS = "personal_questions"
-    UNKNOWN_PROGRAMS = "unknown_programs"
-    DATE_WORDS = "date_words"
-    THIRD_PERSON = "third_person"
-    REQUEST_ASKS = "request_asks"
-    BOILERPLATE = "boilerplate"
-    CONTACT_PROMISES = "contact_promises"
-    OVER_BUDGET = "over_budget"
-    FAILED = "failed"
-    TOKEN_CAP = "token_cap"
-    NO_EOS = "no_eos"
-    DEADLINE = "deadline"
-
-
-LESSON_SCREENS = (
-    Screen.NUMERALS,
-    Screen.PROGRAM_NAMES,
-    Screen.ACTION_SLOTS,
-    Screen.PERSONAL_DETAILS,
-    Screen.PROMISE_WORDS,
-    Screen.PLACEHOLDERS,
-)
-"""The seed's screens: the lesson profile runs exactly these."""
-
-DESK_SCREENS = (
-    *LESSON_SCREENS,
-    Screen.STATUS_CLAIMS,
-    Screen.PERSONAL_QUESTIONS,
-    Screen.UNKNOWN_PROGRAMS,
-    Screen.DATE_WORDS,
-    Screen.THIRD_PERSON,
-    Screen.REQUEST_ASKS,
-    Screen.BOILERPLATE,
-    Screen.CONTACT_PROMISES,
-)
-"""The desk profile: the lesson's screens and eight more, each from the pack's words."""
-
-CONTENT_SCREENS = DESK_SCREENS
-"""Every screen on a reply's wording, in either profile."""
-
-
 class ScreenProfile(StrEnum):
     """Which content screens run: the lesson's, or the desk's (the lesson's and more)."""
 
@@ -228,28 +175,53 @@ class ScreenProfile(StrEnum):
         return LESSON_SCREENS if self is ScreenProfile.LESSON else DESK_SCREENS
 
 
-SCREEN_LABELS: dict[Screen, str] = {
-    Screen.NUMERALS: "Numbers not in the handbook rows",
-    Screen.PROGRAM_NAMES: "Another of the desk's offerings named",
-    Screen.ACTION_SLOTS: "What the action must say is missing",
-    Screen.PERSONAL_DETAILS: "Personal details asked for",
-    Screen.PROMISE_WORDS: "Promise words",
-    Screen.PLACEHOLDERS: "Placeholders left in",
-    Screen.STATUS_CLAIMS: "A status only staff can give",
-    Screen.PERSONAL_QUESTIONS: "Personal questions asked",
-    Screen.UNKNOWN_PROGRAMS: "An offering the desk does not have",
-    Screen.DATE_WORDS: "Days or dates not in the handbook rows",
-    Screen.THIRD_PERSON: "Speaks about the resident, not to them",
-    Screen.REQUEST_ASKS: "A request that asks nothing",
-    Screen.BOILERPLATE: "Wording that does not belong at a desk",
-    Screen.CONTACT_PROMISES: "Promises contact at a time or by another channel",
-    Screen.OVER_BUDGET: "Over the prompt budget",
-    Screen.FAILED: "The model failed",
-    Screen.TOKEN_CAP: "Hit the token cap",
-    Screen.NO_EOS: "Never ended",
-    Screen.DEADLINE: "Past the reply deadline",
-}
-"""What each screen is called on a staff page: the one table the console reads (`/staff/desk`)."""
+class Screen(StrEnum):
+    """Every check that can stop a generated reply, defined once: its name, what staff call it (`label`,
+    the one table the console reads, through `/staff/desk`) and the profile that adds it (`profile`): the
+    lesson's six content screens, run by both profiles; the desk profile's eight more; then the
+    generation checks and the deadline, which every reply gets (no profile). A TURN item keeps the names
+    of those that fired."""
+
+    label: str
+    profile: ScreenProfile | None
+
+    # The defaults only let `Screen(name)` (a look-up by name, as for any enum) type-check.
+    def __new__(cls, value: str, label: str = "", profile: ScreenProfile | None = None) -> Screen:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.label = label
+        member.profile = profile
+        return member
+
+    NUMERALS = "numerals", "Numbers not in the handbook rows", ScreenProfile.LESSON
+    PROGRAM_NAMES = "program_names", "Another of the desk's offerings named", ScreenProfile.LESSON
+    ACTION_SLOTS = "action_slots", "What the action must say is missing", ScreenProfile.LESSON
+    PERSONAL_DETAILS = "personal_details", "Personal details asked for", ScreenProfile.LESSON
+    PROMISE_WORDS = "promise_words", "Promise words", ScreenProfile.LESSON
+    PLACEHOLDERS = "placeholders", "Placeholders left in", ScreenProfile.LESSON
+    STATUS_CLAIMS = "status_claims", "A status only staff can give", ScreenProfile.DESK
+    PERSONAL_QUESTIONS = "personal_questions", "Personal questions asked", ScreenProfile.DESK
+    UNKNOWN_PROGRAMS = "unknown_programs", "An offering the desk does not have", ScreenProfile.DESK
+    DATE_WORDS = "date_words", "Days or dates not in the handbook rows", ScreenProfile.DESK
+    THIRD_PERSON = "third_person", "Speaks about the resident, not to them", ScreenProfile.DESK
+    REQUEST_ASKS = "request_asks", "A request that asks nothing", ScreenProfile.DESK
+    BOILERPLATE = "boilerplate", "Wording that does not belong at a desk", ScreenProfile.DESK
+    CONTACT_PROMISES = "contact_promises", "Promises contact at a time or by another channel", ScreenProfile.DESK
+    OVER_BUDGET = "over_budget", "Over the prompt budget", None
+    FAILED = "failed", "The model failed", None
+    TOKEN_CAP = "token_cap", "Hit the token cap", None
+    NO_EOS = "no_eos", "Never ended", None
+    DEADLINE = "deadline", "Past the reply deadline", None
+
+
+LESSON_SCREENS = tuple(screen for screen in Screen if screen.profile is ScreenProfile.LESSON)
+"""The seed's screens: the lesson profile runs exactly these."""
+
+DESK_SCREENS = (*LESSON_SCREENS, *(screen for screen in Screen if screen.profile is ScreenProfile.DESK))
+"""The desk profile: the lesson's screens and eight more, each from the pack's words."""
+
+CONTENT_SCREENS = DESK_SCREENS
+"""Every screen on a reply's wording, in either profile."""
 
 
 def in_screen_order(names: Iterable[str]) -> tuple[Screen, ...]:

@@ -1,9 +1,10 @@
-"""What both HTTP APIs (the resident's turn API and the staff API) share: the error body and its codes,
-which refusal maps to which status, the OpenAPI responses each route documents, and the handlers that
+"""What both HTTP APIs (the resident's turn API and the staff API) share: the error body and its codes
+(read from dialogue.errors' one table), the OpenAPI responses each route documents, and the handlers that
 turn refusals, validation errors and unknown routes into that one error shape.
 
-Every 4xx and 5xx body is `{"error": "<code>", "message": "<one sentence>"}`. The sentence is chosen
-from the code (or, for a validation error, from where the problem is), never from what was sent.
+Every 4xx and 5xx body is `{"error": "<code>", "message": "<one sentence>"}`: the code and its status,
+whether to retry and its sentence are the one table's (dialogue.errors.ERRORS). A validation error's code
+is chosen from where the problem is; no sentence is ever chosen from what was sent.
 """
 
 from __future__ import annotations
@@ -13,79 +14,23 @@ import hmac
 import json
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ValidationException
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.errors import (
-    AlreadyDecided,
-    ClaimedByOther,
-    ClaimRequired,
-    ConcurrentTurnConflict,
-    ConversationNotFound,
-    CorrectionRequired,
-    DialogueError,
-    DirectAccessRefused,
-    GeneratedTurnLimitReached,
-    HandoffClosed,
-    InvalidDecision,
-    InvalidIdempotencyKey,
-    NoDraftToSend,
-    NotInQueue,
-    NotSignedIn,
-    NotStaff,
-    QueueUnavailable,
-    RetryInProgress,
-    StaffTextTooLong,
-    StaffWriteConflict,
-    StoreUnavailable,
-    TurnLimitReached,
-    TurnNotFound,
-)
+from dialogue.errors import ERRORS, DialogueError, DirectAccessRefused, GeneratedTurnLimitReached
 from dialogue.observability import logger, metrics
 from dialogue.settings import get_settings
 
-ErrorCode = Literal[
-    # Refusals of the dialogue core and the staff desk, by the error's class name (dialogue.errors).
-    "ConversationNotFound",
-    "TurnNotFound",
-    "ConcurrentTurnConflict",
-    "RetryInProgress",
-    "TurnLimitReached",
-    "GeneratedTurnLimitReached",
-    "InvalidIdempotencyKey",
-    "StoreUnavailable",
-    "QueueUnavailable",
-    "NotInQueue",
-    "ClaimedByOther",
-    "ClaimRequired",
-    "AlreadyDecided",
-    "HandoffClosed",
-    "InvalidDecision",
-    "CorrectionRequired",
-    "StaffWriteConflict",
-    "NoDraftToSend",
-    "StaffTextTooLong",
-    "NotSignedIn",
-    "NotStaff",
-    "DirectAccessRefused",
-    # Requests the resolvers refuse before the core sees them.
-    "invalid_conversation_id",
-    "invalid_turn_id",
-    "invalid_body",
-    "missing_text",
-    "invalid_text_length",
-    "unexpected_field",
-    "invalid_text_type",
-    "invalid_cursor",
-    "invalid_decision",
-    "invalid_query",
-    "invalid_request",
-    "route_not_found",
-]
+if TYPE_CHECKING:
+    ErrorCode = str
+else:
+    ErrorCode = Literal[tuple(ERRORS)]
+"""Every code the APIs send: the table's (dialogue.errors.ERRORS), never written out again. The OpenAPI
+documents list them as the enum of ErrorBody's `error`."""
 
 
 class ErrorBody(BaseModel):
@@ -97,62 +42,34 @@ class ErrorBody(BaseModel):
     message: str
 
 
-ERROR_STATUS: Mapping[type[DialogueError], HTTPStatus] = {
-    ConversationNotFound: HTTPStatus.NOT_FOUND,
-    TurnNotFound: HTTPStatus.NOT_FOUND,
-    NotInQueue: HTTPStatus.NOT_FOUND,
-    ConcurrentTurnConflict: HTTPStatus.CONFLICT,
-    RetryInProgress: HTTPStatus.CONFLICT,
-    TurnLimitReached: HTTPStatus.CONFLICT,
-    GeneratedTurnLimitReached: HTTPStatus.TOO_MANY_REQUESTS,
-    ClaimedByOther: HTTPStatus.CONFLICT,
-    ClaimRequired: HTTPStatus.CONFLICT,
-    AlreadyDecided: HTTPStatus.CONFLICT,
-    HandoffClosed: HTTPStatus.CONFLICT,
-    InvalidIdempotencyKey: HTTPStatus.BAD_REQUEST,
-    InvalidDecision: HTTPStatus.UNPROCESSABLE_ENTITY,
-    CorrectionRequired: HTTPStatus.UNPROCESSABLE_ENTITY,
-    StaffWriteConflict: HTTPStatus.CONFLICT,
-    NoDraftToSend: HTTPStatus.UNPROCESSABLE_ENTITY,
-    StaffTextTooLong: HTTPStatus.UNPROCESSABLE_ENTITY,
-    NotSignedIn: HTTPStatus.UNAUTHORIZED,
-    NotStaff: HTTPStatus.FORBIDDEN,
-    DirectAccessRefused: HTTPStatus.FORBIDDEN,
-    StoreUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
-    QueueUnavailable: HTTPStatus.SERVICE_UNAVAILABLE,
-}
-RETRYABLE: tuple[type[DialogueError], ...] = (
-    ConcurrentTurnConflict,
-    StaffWriteConflict,
-    RetryInProgress,
-    StoreUnavailable,
-    QueueUnavailable,
-)
-"""Refusals that may succeed if sent again: they carry `Retry-After`."""
+def _headers(error: DialogueError | None, retry: bool) -> dict[str, str] | None:
+    if isinstance(error, GeneratedTurnLimitReached):
+        return {"Retry-After": str(error.retry_after)}
+    return {"Retry-After": "1"} if retry else None
 
 
-def error_response(
-    status: HTTPStatus, code: ErrorCode, message: str, headers: dict[str, str] | None = None
-) -> Response[Any]:
+def error_response(code: ErrorCode, refusal: DialogueError | None = None) -> Response[Any]:
+    """The answer for `code`: the table's status and sentence, and `Retry-After` where it says to retry."""
+    kind = ERRORS[code]
     metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
     return Response(
-        status_code=status,
+        status_code=kind.status,
         content_type=content_types.APPLICATION_JSON,
-        body=ErrorBody(error=code, message=message).model_dump(),
-        headers=headers,
+        body=ErrorBody(error=code, message=kind.message).model_dump(),
+        headers=_headers(refusal, kind.retry),
     )
 
 
 def refusal_response(refusal: DialogueError) -> dict[str, Any]:
     """A payload-2.0 answer to a request refused before any route runs, in the ErrorBody shape."""
-    status = ERROR_STATUS[type(refusal)]
-    logger.info("request refused", error=type(refusal).__name__, status=int(status))
+    code = type(refusal).__name__
+    kind = ERRORS[code]
+    logger.info("request refused", error=code, status=kind.status)
     metrics.add_metric(name="RequestsRefused", unit=MetricUnit.Count, value=1)
-    # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
-    body = ErrorBody(error=cast(ErrorCode, type(refusal).__name__), message=refusal.message)
+    body = ErrorBody(error=code, message=kind.message)
     return {
-        "statusCode": int(status),
-        "headers": {"Content-Type": "application/json"},
+        "statusCode": kind.status,
+        "headers": {"Content-Type": "application/json", **(_headers(refusal, kind.retry) or {})},
         "body": json.dumps(body.model_dump()),
         "isBase64Encoded": False,
     }
@@ -199,6 +116,8 @@ def _json(model: type[BaseModel]) -> dict[str, Any]:
 
 
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
+RETRY_STATUSES = frozenset(kind.status for kind in ERRORS.values() if kind.retry)
+"""The statuses some code of the table answers with `Retry-After` (409, 429, 503)."""
 
 
 def success(status: HTTPStatus, model: type[BaseModel], description: str) -> dict[int, Any]:
@@ -209,13 +128,13 @@ def error_responses(descriptions: Mapping[int, str]) -> Callable[..., dict[int, 
     """An API's `errors(*statuses)`: the error responses a route can send, each in the ErrorBody shape:
     those named, and on every route 404 (a method no route has), 422 (Powertools documents its
     validation error on every validated route; these APIs send validation errors in the ErrorBody shape)
-    and 503. 409 and 503 say when to retry."""
+    and 503. Those that a retryable code uses say when to retry."""
 
     def errors(*statuses: int) -> dict[int, Any]:
         documented: dict[int, Any] = {}
         for status in sorted({*statuses, 404, 422, 503}):
             response: dict[str, Any] = {"description": descriptions[status], "content": _json(ErrorBody)}
-            if status in (409, 429, 503):
+            if status in RETRY_STATUSES:
                 response["headers"] = _RETRY_AFTER
             documented[status] = response
         return documented
@@ -225,44 +144,37 @@ def error_responses(descriptions: Mapping[int, str]) -> Callable[..., dict[int, 
 
 # --- the handlers ----------------------------------------------------------------------------------
 
-ValidationMessage = Callable[[list[dict[str, Any]]], tuple[ErrorCode, str]]
+ValidationCode = Callable[[list[dict[str, Any]]], ErrorCode]
 
 
-def install_error_handlers(
-    app: APIGatewayHttpResolver, validation_message: ValidationMessage, names: Iterable[str]
-) -> None:
+def install_error_handlers(app: APIGatewayHttpResolver, validation_code: ValidationCode, names: Iterable[str]) -> None:
     """Answer every refusal, validation error and unknown route of `app` in the ErrorBody shape.
 
-    `validation_message` words the first problem of a validation error; `names` are the parameter and
-    field names the API declares itself, the only ones a log line may carry (a client's unknown field
-    name is input, so it is logged as "?").
+    `validation_code` names the first problem of a validation error (its sentence is the table's);
+    `names` are the parameter and field names the API declares itself, the only ones a log line may carry
+    (a client's unknown field name is input, so it is logged as "?").
     """
     known = frozenset({"body", "path", "query", "header", *names})
 
     @app.exception_handler(DialogueError)
     def handle_dialogue_error(error: DialogueError) -> Response[Any]:
-        status = ERROR_STATUS.get(type(error), HTTPStatus.INTERNAL_SERVER_ERROR)
-        logger.info("request refused", error=type(error).__name__, status=int(status))
-        headers = {"Retry-After": "1"} if isinstance(error, RETRYABLE) else None
-        if isinstance(error, GeneratedTurnLimitReached):
-            headers = {"Retry-After": str(error.retry_after)}
-        # Every DialogueError's class name is an ErrorCode (tests/unit/test_api_models.py checks it).
-        return error_response(status, cast(ErrorCode, type(error).__name__), error.message, headers)
+        code = type(error).__name__
+        logger.info("request refused", error=code, status=ERRORS[code].status)
+        return error_response(code, error)
 
     @app.exception_handler([RequestValidationError, ValidationException])
     def handle_validation_error(error: ValidationException) -> Response[Any]:
         problems = list(error.errors())
-        code, message = validation_message(problems)
+        code = validation_code(problems)
         # Where and what kind, never the offending values, nor a name the client chose.
         logger.info(
             "request rejected", error=code, locations=[known_location(p.get("loc", ()), known) for p in problems]
         )
-        status = HTTPStatus.UNPROCESSABLE_ENTITY if code.endswith("length") else HTTPStatus.BAD_REQUEST
-        return error_response(status, code, message)
+        return error_response(code)
 
     @app.not_found
     def handle_not_found(_: Exception) -> Response[Any]:
-        return error_response(HTTPStatus.NOT_FOUND, "route_not_found", "No route matches that method and path.")
+        return error_response("route_not_found")
 
 
 def known_location(location: Iterable[Any], known: frozenset[str]) -> list[str]:

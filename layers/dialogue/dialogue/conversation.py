@@ -41,6 +41,8 @@ class TurnView(BaseModel):
     reply: str | None
     # Stored slots a pack change no longer allows, read as unknown by this turn (counted by the turn API).
     unreadable: tuple[str, ...] = ()
+    # The request was a retry of a key that had made this turn: answered from its REQUEST item, nothing written.
+    retried: bool = False
 
 
 def new_conversation(conversation_id: UUID, pack: DomainPack, now: datetime) -> ConversationRecord:
@@ -135,7 +137,7 @@ def take_turn(
         earlier = store.get_turn(conversation_id, committed.turn_id)
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer
             raise StoreUnavailable()
-        turn = earlier
+        return TurnView(turn=earlier, reply=_fixed_text(earlier, pack), retried=True)
     return TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=unreadable)
 
 
@@ -146,7 +148,7 @@ def _answered_before(
     turn, as it stands now, and not the refusal. One read, on the refusal path only."""
     turn_id = None if request_key is None else store.turn_of_request(conversation_id, request_key)
     turn = None if turn_id is None else store.get_turn(conversation_id, turn_id)
-    return None if turn is None else TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=())
+    return None if turn is None else TurnView(turn=turn, reply=_fixed_text(turn, pack), retried=True)
 
 
 GENERATED_WINDOW = timedelta(hours=1)

@@ -26,15 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dialogue.actions import (
     CONTENT_SCREENS,
-    SCREEN_LABELS,
     STAFF_REJECTED,
     Action,
     HandoffStatus,
     HumanReview,
     ReplyScreen,
     Screen,
+    ScreenProfile,
 )
 from dialogue.errors import (
+    MAX_STAFF_TEXT_CHARS,
     CorrectionRequired,
     InvalidDecision,
     NoDraftToSend,
@@ -112,7 +113,7 @@ class DecisionRequest(BaseModel):
 
     decision: Literal["approve", "reject"]
     reason: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-    correction: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
+    correction: Annotated[str, Field(min_length=1, max_length=MAX_STAFF_TEXT_CHARS)] | None = None
 
 
 class StaffText(BaseModel):
@@ -120,7 +121,7 @@ class StaffText(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    text: Annotated[str, Field(min_length=1, max_length=4000)]
+    text: Annotated[str, Field(min_length=1, max_length=MAX_STAFF_TEXT_CHARS)]
 
 
 def decided_review(request: DecisionRequest, pack: DomainPack) -> HumanReview:
@@ -253,8 +254,12 @@ class SlotLabels(BaseModel):
 
 
 class ScreenLabel(BaseModel):
-    name: str
+    """A screen as staff read it: its name, its label, and the profile that adds it (null: every reply
+    gets it)."""
+
+    name: Screen
     label: str
+    profile: ScreenProfile | None
 
 
 class DeskInfo(BaseModel):
@@ -284,8 +289,8 @@ def slot_labels(pack: DomainPack) -> list[SlotLabels]:
 
 
 def screen_labels() -> list[ScreenLabel]:
-    """Every screen with what staff call it."""
-    return [ScreenLabel(name=str(screen), label=label) for screen, label in SCREEN_LABELS.items()]
+    """Every screen with what staff call it and its profile: the Screen enum's own."""
+    return [ScreenLabel(name=screen, label=screen.label, profile=screen.profile) for screen in Screen]
 
 
 # --- statistics ------------------------------------------------------------------------------------

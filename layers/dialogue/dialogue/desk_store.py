@@ -61,12 +61,12 @@ from dialogue.store import (
     TRANSACTION_CONFLICT,
     DynamoConversationStore,
     StaffMessage,
-    _epoch,
-    _store_errors,
     cancellation_codes,
     partition_key,
     reply_sort_key,
+    store_errors,
     stored_time,
+    ttl_epoch,
     turn_from_item,
     turn_sort_key,
 )
@@ -175,7 +175,7 @@ class DynamoDeskStore(DynamoConversationStore):
         start = decode_cursor(cursor)
         if start is not None:
             query["ExclusiveStartKey"] = start
-        with _store_errors():
+        with store_errors():
             response = self._client.query(**query)
         turns = [turn_from_item(item) for item in response.get("Items", [])]
         return turns, encode_cursor(response.get("LastEvaluatedKey"))
@@ -193,7 +193,7 @@ class DynamoDeskStore(DynamoConversationStore):
         }
         count = 0
         while True:
-            with _store_errors():
+            with store_errors():
                 response = self._client.query(**query)
             count += int(response.get("Count", 0))
             if "LastEvaluatedKey" not in response:
@@ -204,7 +204,7 @@ class DynamoDeskStore(DynamoConversationStore):
         """What the desk's figures are read from, in four requests whatever the history: the TOTAL counters
         (GetItem), the last `days` days that had a decision (one Query, newest first, `days` items
         at most), and the two open-queue counts."""
-        with _store_errors():
+        with store_errors():
             total = self._client.get_item(
                 TableName=self._table,
                 Key=self._item({"pk": STATS_PK, "sk": STATS_TOTAL_SK}),
@@ -238,7 +238,7 @@ class DynamoDeskStore(DynamoConversationStore):
         placeholders = {f"#c{number}": name for number, name in enumerate(names)}
         adding = "ADD " + ", ".join(f"{placeholder} :one" for placeholder in placeholders)
         day = now.astimezone(UTC).date()
-        expires = _epoch(datetime.combine(day, time(), UTC) + STATS_DAY_RETENTION)
+        expires = ttl_epoch(datetime.combine(day, time(), UTC) + STATS_DAY_RETENTION)
 
         def update(sort_key: str, expression: str, values: dict[str, Any]) -> dict[str, Any]:
             return {
@@ -267,7 +267,7 @@ class DynamoDeskStore(DynamoConversationStore):
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {self._table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
             while request:
-                with _store_errors():
+                with store_errors():
                     response = self._client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self._table, []):
                     plain = self._plain(item)
@@ -395,20 +395,21 @@ class DynamoDeskStore(DynamoConversationStore):
                         "Key": self._item({"pk": partition_key(conversation_id), "sk": reply_sort_key(turn_id)}),
                         "UpdateExpression": "SET expires_at = :expires",
                         "ConditionExpression": "attribute_exists(pk)",
-                        "ExpressionAttributeValues": self._item({":expires": _epoch(now + self._reply_retention)}),
+                        "ExpressionAttributeValues": self._item({":expires": ttl_epoch(now + self._reply_retention)}),
                     }
                 }
             )
-        return self._with_message(conversation_id, message, now, items, turn_id, queue, staff)
+        if message is None:
+            self._transact(items, conversation_id, turn_id, queue, staff, now)
+            return None
+        return self._commit_with_message(conversation_id, message, now, items, turn_id, queue, staff)
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
         """Post a staff message on a claimed, open hand-off."""
         queue = Queue.HANDOFF
         check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "reply")
-        posted = self._with_message(conversation_id, text, now, [check, audit], turn_id, queue, staff)
-        assert posted is not None  # there was text to post
-        return posted
+        return self._commit_with_message(conversation_id, text, now, [check, audit], turn_id, queue, staff)
 
     def close(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime) -> None:
         queue = Queue.HANDOFF
@@ -469,7 +470,7 @@ class DynamoDeskStore(DynamoConversationStore):
             "ConsistentRead": True,
         }
         while True:
-            with _store_errors():
+            with store_errors():
                 response = self._client.query(**query)
             links.extend(audit_chain.link_from_item(self._plain(item)) for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
@@ -478,7 +479,7 @@ class DynamoDeskStore(DynamoConversationStore):
 
     def _last_link(self, conversation_id: UUID, turn_id: int) -> dict[str, Any] | None:
         """The item's newest audit link, read consistently (the one the next link follows)."""
-        with _store_errors():
+        with store_errors():
             response = self._client.query(
                 TableName=self._table,
                 KeyConditionExpression="pk = :pk AND begins_with(sk, :chain)",
@@ -531,7 +532,7 @@ class DynamoDeskStore(DynamoConversationStore):
             outcome=outcome,
             reason=reason,
             at=stored_time(now),
-            expires_at=_epoch(now + self._audit_retention),
+            expires_at=ttl_epoch(now + self._audit_retention),
         )
         stored = {key: value for key, value in link.items() if key != "conversation_id"}
         return {
@@ -578,21 +579,18 @@ class DynamoDeskStore(DynamoConversationStore):
                 )
                 metrics.add_metric(name="AuditCopyFailed", unit=MetricUnit.Count, value=1)
 
-    def _with_message(
+    def _commit_with_message(
         self,
         conversation_id: UUID,
-        text: str | None,
+        text: str,
         now: datetime,
         items: list[dict[str, Any]],
         turn_id: int,
         queue: Queue,
         staff: StaffMember,
-    ) -> StaffMessage | None:
-        """Commit `items`, with a staff message when there is text: the conversation's turn count and its
-        message counter, read first, are conditions of the same transaction (tried three times on a race)."""
-        if text is None:
-            self._transact(items, conversation_id, turn_id, queue, staff, now)
-            return None
+    ) -> StaffMessage:
+        """Commit `items` and post a staff message with `text` in the same transaction: the conversation's
+        turn count and its message counter, read first, are its conditions (tried three times on a race)."""
         for _attempt in range(3):
             state = self.load_conversation(conversation_id)
             if state is None:
@@ -616,7 +614,7 @@ class DynamoDeskStore(DynamoConversationStore):
                                 "pk": partition_key(conversation_id),
                                 "sk": STAFF_COUNTER_SK,
                                 "count": count + 1,
-                                "expires_at": _epoch(now + self._message_retention),
+                                "expires_at": ttl_epoch(now + self._message_retention),
                             }
                         ),
                         "ConditionExpression": "attribute_not_exists(pk) OR #count = :count",
@@ -634,7 +632,7 @@ class DynamoDeskStore(DynamoConversationStore):
                                 "about_turn": turn_id,
                                 "text": text,
                                 "at": stored_time(now),
-                                "expires_at": _epoch(now + self._message_retention),
+                                "expires_at": ttl_epoch(now + self._message_retention),
                             }
                         ),
                         "ConditionExpression": "attribute_not_exists(pk)",
@@ -643,7 +641,13 @@ class DynamoDeskStore(DynamoConversationStore):
             ]
             try:
                 self._transact(
-                    [*items, *message_items], conversation_id, turn_id, queue, staff, now, race_from=len(items)
+                    [*items, *message_items],
+                    conversation_id,
+                    turn_id,
+                    queue,
+                    staff,
+                    now,
+                    message_items_from=len(items),
                 )
             except _MessageRace:
                 continue
@@ -659,10 +663,10 @@ class DynamoDeskStore(DynamoConversationStore):
         staff: StaffMember,
         now: datetime,
         *,
-        race_from: int | None = None,
+        message_items_from: int | None = None,
     ) -> None:
         """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
-        a failure of a condition from item `race_from` on (the staff message's), or another transaction
+        a failure of a condition from item `message_items_from` on (the staff message's), or another transaction
         holding an item, is a race a message retries; otherwise (an audit link another writer put at the
         same sequence number first, say) the staff member is told to try again. Once committed, the new
         audit link is copied to the WORM bucket."""
@@ -674,8 +678,8 @@ class DynamoDeskStore(DynamoConversationStore):
             codes = cancellation_codes(error)
             if codes and codes[0] == CONDITION_FAILED:
                 raise self._why_refused(conversation_id, turn_id, queue, staff, now) from None
-            raced = CONDITION_FAILED in codes[race_from:] or TRANSACTION_CONFLICT in codes
-            if race_from is not None and raced:
+            raced = CONDITION_FAILED in codes[message_items_from:] or TRANSACTION_CONFLICT in codes
+            if message_items_from is not None and raced:
                 raise _MessageRace() from None
             raise StaffWriteConflict() from None
         except BotoCoreError:

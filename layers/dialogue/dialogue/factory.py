@@ -70,10 +70,8 @@ def get_realizer_waker() -> RealizerWaker | None:
 
 def reset_caches() -> None:
     """Forget settings and clients, for tests and local stacks that change the environment."""
-    from dialogue import idempotency
     from dialogue.pack.loader import forget_loaded_packs
 
-    idempotency.reset()
     get_store.cache_clear()
     get_desk_store.cache_clear()
     get_dispatch_queues.cache_clear()

@@ -24,7 +24,6 @@ class Settings(BaseSettings):
     table_name: Annotated[str, Field(min_length=3)]
     realize_queue_url: str = ""
     screen_queue_url: str = ""
-    idempotency_table_name: str = ""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=MAX_REPLY_DEADLINE_SECONDS)] = 60

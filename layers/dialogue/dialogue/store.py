@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, get_args
 from uuid import UUID
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -36,7 +36,7 @@ else:
 
 
 @contextlib.contextmanager
-def _store_errors() -> Iterator[None]:
+def store_errors() -> Iterator[None]:
     """DynamoDB failing, or its answer lost, as the one error callers handle: StoreUnavailable."""
     try:
         yield
@@ -51,7 +51,7 @@ STAFF_COUNTER_SK = "STAFFMSG"
 """The conversation's staff message counter: `count`, the number of the last staff message posted."""
 REQUEST_PREFIX = "REQUEST#"
 REQUEST_LIFETIME = timedelta(hours=24)
-"""How long a REQUEST item keeps a key's turn: as long as the idempotency records live."""
+"""How long a REQUEST item keeps a key's turn: longer than any client retries (then its TTL removes it)."""
 
 # The reasons DynamoDB gives for a cancelled transaction, one per item in order ("None": that item was fine).
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -142,7 +142,7 @@ def _code_at(codes: Sequence[str], index: int) -> str:
     return codes[index] if index < len(codes) else "None"
 
 
-def _epoch(moment: datetime) -> int:
+def ttl_epoch(moment: datetime) -> int:
     """A TTL attribute: DynamoDB expires items by epoch seconds."""
     return int(moment.timestamp())
 
@@ -152,8 +152,17 @@ def stored_time(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
-TIMES = ("created_at", "finalized_at", "queued_at", "claim_expires_at", "decided_at")
-"""A TurnRecord's times, each kept as `stored_time`."""
+def datetime_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` that hold a datetime (optional or not), in their declared order."""
+    return tuple(
+        name
+        for name, field in model.model_fields.items()
+        if field.annotation is datetime or datetime in get_args(field.annotation)
+    )
+
+
+TIMES = datetime_fields(TurnRecord)
+"""A TurnRecord's times, each kept as `stored_time` (read from the model: a new time field is kept so too)."""
 QUEUE_INDEX = "queue-index"
 """The table's sparse global secondary index: `queue` (partition) and `queued_at` (sort), on TURN items
 that are or were in a staff queue (decided and closed ones included: the figures and the filters read
@@ -233,7 +242,7 @@ class DynamoConversationStore:
                 "updated_at": stored_time(record.updated_at),
                 "generated_since": stored_time(record.generated_since) if record.generated_since else None,
                 "generated_count": record.generated_count or None,
-                "expires_at": _epoch(record.updated_at + self._retention),
+                "expires_at": ttl_epoch(record.updated_at + self._retention),
             }
         )
 
@@ -254,7 +263,7 @@ class DynamoConversationStore:
                 "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
                 OPEN_QUEUE: str(turn.queue) if turn.queue is not None and waiting else None,
                 PENDING_TURN: PENDING_TURN_VALUE if turn.status is TurnStatus.PENDING else None,
-                "expires_at": _epoch(turn.created_at + self._retention),
+                "expires_at": ttl_epoch(turn.created_at + self._retention),
             }
         )
 
@@ -264,14 +273,14 @@ class DynamoConversationStore:
                 "pk": partition_key(turn.conversation_id),
                 "sk": request_sort_key(request_key),
                 "turn_id": turn.turn_id,
-                "expires_at": _epoch(turn.created_at + REQUEST_LIFETIME),
+                "expires_at": ttl_epoch(turn.created_at + REQUEST_LIFETIME),
             }
         )
 
     # --- operations ------------------------------------------------------------------------------
 
     def create_conversation(self, record: ConversationRecord) -> None:
-        with _store_errors():
+        with store_errors():
             self._client.put_item(
                 TableName=self._table, Item=self._state_item(record), ConditionExpression="attribute_not_exists(pk)"
             )
@@ -404,7 +413,7 @@ class DynamoConversationStore:
                 "reply": outcome.final_reply,
                 **{f"draft_{name}" if name == "text" else name: value for name, value in draft.items()},
                 "created_at": stored_time(now),
-                "expires_at": _epoch(now + kept),
+                "expires_at": ttl_epoch(now + kept),
             }
         )
         assignments = "#status = :final, reply_screen = :screen, human_review = :review, "
@@ -477,7 +486,7 @@ class DynamoConversationStore:
         }
         if after is not None:
             query["ExclusiveStartKey"] = json.loads(after)
-        with _store_errors():
+        with store_errors():
             response = self._client.query(**query)
         last = response.get("LastEvaluatedKey")
         return [turn_from_item(item) for item in response.get("Items", [])], json.dumps(last) if last else None
@@ -582,7 +591,7 @@ class DynamoConversationStore:
         """A query's items, page after page as they are consumed (the pages after the first `next_limit`
         items each, when given)."""
         while True:
-            with _store_errors():
+            with store_errors():
                 response = self._client.query(**query)
             yield from response.get("Items", [])
             if "LastEvaluatedKey" not in response:
@@ -593,7 +602,7 @@ class DynamoConversationStore:
 
     def _get(self, conversation_id: UUID, sort_key: str) -> GetItemOutputTypeDef:
         """One item of the conversation, read consistently."""
-        with _store_errors():
+        with store_errors():
             return self._client.get_item(
                 TableName=self._table,
                 Key=self._item({"pk": partition_key(conversation_id), "sk": sort_key}),

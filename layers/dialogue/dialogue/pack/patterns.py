@@ -86,7 +86,7 @@ class CompiledDeskWords:
     """The desk profile's screen patterns, compiled once. All but `program_name` (which needs the
     reply's capitals) run on the case-folded reply, compiled as understanding patterns are (without
     IGNORECASE when written in lower case, about twice as fast) and each with its word gate, which
-    skips the scan when the reply holds no words a match could begin with."""
+    skips the scan when the pack's one RE2 pass over the reply finds the pattern cannot match there."""
 
     status_claim: GatedPattern
     personal_question: GatedPattern
@@ -123,6 +123,9 @@ class CompiledPatterns:
     placeholder: re.Pattern[str]
     desk: CompiledDeskWords | None
     gates: GateIndex
+
+    def __post_init__(self) -> None:
+        self.gates.build()  # every gate is added: compile them once, here, rather than on the first reply
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
