@@ -8,7 +8,6 @@ throttle, the staff's apart from the residents'.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,8 +18,9 @@ import pytest
 from cfnlint.decode import decode
 from test_template import FUNCTIONS, ROOT, TEMPLATE, function_environment, function_properties, referenced_id
 
+from tests.deploy_tools import run_in_deploy_tools
+
 WAF_TEMPLATE = ROOT / "ops" / "pages-waf.yaml"
-DEPLOY_PYTHON = ROOT / ".venv-deploy" / "bin" / "python"
 ORIGIN_HEADER_VALUE = {"Fn::Sub": "{{resolve:secretsmanager:${OriginVerifySecret}:SecretString}}"}
 # What GetAtt Arn gives for a CLOUDFRONT web ACL made by ops/pages-waf.yaml.
 SAMPLE_ACL_ARN = (
@@ -322,20 +322,7 @@ print(json.dumps({
 
 
 def test_sam_puts_each_routes_throttle_on_the_stage_under_the_routes_own_key(template: dict[str, Any]) -> None:
-    if not DEPLOY_PYTHON.exists():
-        if os.environ.get("CI"):
-            pytest.fail("the deploy tools are not installed: `make template-checks` installs them into .venv-deploy")
-        pytest.skip("the deploy tools are not installed (make template-checks installs them)")
-    result = subprocess.run(
-        [str(DEPLOY_PYTHON), "-c", SAM_SCRIPT, str(TEMPLATE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    transformed = json.loads(result.stdout.strip().splitlines()[-1])
+    transformed = run_in_deploy_tools(SAM_SCRIPT, str(TEMPLATE))
     assert transformed["stage_routes"] == transformed["api_routes"] == sorted(api_route_keys(template))
     assert transformed["rules"] == sorted(template["Rules"])  # the transform keeps the Rules section
 
@@ -370,20 +357,7 @@ def test_sam_local_invoke_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     from dialogue.api import unverified_origin
     from dialogue.settings import get_settings
 
-    if not DEPLOY_PYTHON.exists():
-        if os.environ.get("CI"):
-            pytest.fail("the deploy tools are not installed: `make template-checks` installs them into .venv-deploy")
-        pytest.skip("the deploy tools are not installed (make template-checks installs them)")
-    result = subprocess.run(
-        [str(DEPLOY_PYTHON), "-c", SAM_LOCAL_SCRIPT, str(TEMPLATE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    values = json.loads(result.stdout.strip().splitlines()[-1])
+    values = run_in_deploy_tools(SAM_LOCAL_SCRIPT, str(TEMPLATE))
     monkeypatch.setenv("TABLE_NAME", "a-table")
     for name, value in values.items():
         assert value.startswith("{{resolve:secretsmanager:"), name  # not the secret: nothing resolved it

@@ -8,17 +8,16 @@ there, by a short script that calls the functions `sam deploy --guided` calls.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from cfnlint.decode import decode
 
+from tests.deploy_tools import run_in_deploy_tools
+
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "DEPLOY.md"
-DEPLOY_PYTHON = ROOT / ".venv-deploy" / "bin" / "python"
 
 # What samcli.commands.deploy.guided_context asks around the parameters, in order (read from the
 # installed SAM CLI below, so a new SAM CLI prompt fails this test).
@@ -48,19 +47,8 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def sam_prompts() -> dict[str, list[str]]:
-    if not DEPLOY_PYTHON.exists():
-        if os.environ.get("CI"):
-            pytest.fail("the deploy tools are not installed: `make template-checks` installs them into .venv-deploy")
-        pytest.skip("the deploy tools are not installed (make template-checks installs them)")
-    result = subprocess.run(
-        [str(DEPLOY_PYTHON), "-c", SCRIPT, str(ROOT / "template.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    prompts: dict[str, list[str]] = run_in_deploy_tools(SCRIPT, str(ROOT / "template.yaml"), timeout=120)
+    return prompts
 
 
 def guide_prompts() -> list[tuple[str, str]]:

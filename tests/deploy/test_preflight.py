@@ -19,11 +19,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from cfnlint.decode import decode
-from moto import mock_aws
 
 from ops import preflight
 from ops.__main__ import main as ops_main
 from ops.preflight import Check, Clients
+from tests.fake_aws import mocked_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -51,14 +51,7 @@ class FakeRunner:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         yield
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from ops import teardown
 from ops.teardown import Clients, Console, Pace, ScalableTarget, StackResources, TeardownError
+from tests.fake_aws import mocked_aws
 
 REGION = "us-east-1"
 STACK = "enrollment-desk"
@@ -66,14 +66,7 @@ STACK_TEMPLATE = {
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clients]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         yield Clients.for_region(REGION)
 
 

@@ -13,7 +13,6 @@ from uuid import UUID, uuid4
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from dialogue.actions import Queue
 from dialogue.audit_chain import link_hash, object_key
@@ -21,6 +20,7 @@ from dialogue.desk import StaffMember
 from dialogue.desk_store import DynamoDeskStore
 from ops import verify_audit
 from ops.__main__ import main as ops_main
+from tests.fake_aws import mocked_aws
 
 REGION = "us-east-1"
 STACK = "enrollment-desk"
@@ -53,14 +53,7 @@ STEPS = [
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         clients = {name: boto3.client(name, region_name=REGION) for name in ("cloudformation", "dynamodb", "s3")}
         clients["cloudformation"].create_stack(StackName=STACK, TemplateBody=json.dumps(STACK_TEMPLATE))
         # The template's bucket is under Object Lock (moto's CloudFormation leaves that out): a copy's first

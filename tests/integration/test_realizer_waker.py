@@ -16,11 +16,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from devstack.stack import LocalStack
 from dialogue.factory import get_realizer_waker, reset_caches
 from dialogue.wake import EcsServiceWaker, WakeOutcome
+from tests.fake_aws import mocked_aws
 
 REGION = "us-east-1"
 CLUSTER = "desk-realizer"
@@ -31,13 +31,7 @@ T0 = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
 @pytest.fixture
 def ecs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """moto's ECS with the realizer's cluster and its service at zero tasks, as the template creates it."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         client = boto3.client("ecs", region_name=REGION)
         create_service(client)
         yield client
