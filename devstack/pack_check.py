@@ -251,7 +251,8 @@ def hidden_match(pack: DomainPack, text: str) -> str | None:
     folded = Folded.of(normalized, pack)
     for name, gated in gated_patterns(pack):
         read = names_text(normalized) if name == "program_name" else normalized if gated.ascii_only else folded.text
-        if gated.pattern.search(read) is not None and not (folded.opened is not None and folded.opened & gated.bit):
+        gate_open = folded.open_gates is not None and folded.open_gates & gated.bit
+        if gated.pattern.search(read) is not None and not gate_open:
             return name
     return None
 

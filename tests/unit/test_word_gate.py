@@ -327,7 +327,7 @@ def test_a_shut_gate_never_hides_a_match_in_what_the_screens_read(pack_dir: Path
     for name, gated in _gated(pack):
         read = names_text(text) if name == "program_name" else text if gated.ascii_only else folded.text
         if gated.pattern.search(read) is not None:
-            assert folded.opened is not None and folded.opened & gated.bit, (name, reply)
+            assert folded.open_gates is not None and folded.open_gates & gated.bit, (name, reply)
 
 
 def _drafts() -> list[dict[str, str]]:

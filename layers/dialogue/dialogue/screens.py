@@ -140,7 +140,7 @@ class Folded(NamedTuple):
     pattern scans; see `dialogue.pack.word_gate`)."""
 
     text: str
-    opened: int | None = None
+    open_gates: int | None = None
 
     @classmethod
     def of(cls, text: str, pack: DomainPack) -> Folded:
@@ -152,7 +152,7 @@ class Folded(NamedTuple):
 
 def _beyond(pattern: GatedPattern, folded: Folded, facts: str) -> bool:
     """Whether `pattern` finds, in the case-folded reply, wording that the (case-folded) facts do not hold."""
-    for match in pattern.finditer(folded.text, folded.opened):  # noqa: SIM110 - no generator on the fast path
+    for match in pattern.finditer(folded.text, folded.open_gates):  # noqa: SIM110 - no generator on the fast path
         if match.group(0) not in facts:
             return True
     return False
@@ -199,7 +199,7 @@ def unknown_programs_ok(text: str, words: CompiledDeskWords, pack: DomainPack, f
 def date_words_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
     """Every day, month or relative date word is one the selected facts hold ("mondays" for "monday")."""
     allowed = None
-    for match in words.date_word.finditer(folded.text, folded.opened):
+    for match in words.date_word.finditer(folded.text, folded.open_gates):
         allowed = allowed if allowed is not None else _fact_words(facts)
         if not all(word.removesuffix("s") in allowed for word in _WORD.findall(match.group(0))):
             return False
@@ -218,14 +218,14 @@ def request_asks_ok(folded: Folded, action: Action, pack: DomainPack) -> bool:
 
 def boilerplate_ok(folded: Folded, words: CompiledDeskWords) -> bool:
     """No condolences, apologies for a loss or "as an AI": wording that does not belong at a desk."""
-    return words.boilerplate.search(folded.text, folded.opened) is None
+    return words.boilerplate.search(folded.text, folded.open_gates) is None
 
 
 def contact_promises_ok(folded: Folded, words: CompiledDeskWords, channel: str, facts: str) -> bool:
     """A promise to contact the resident names no time and no channel but the chosen one.
 
     A sentence that names every channel offers the choice rather than promising one."""
-    if words.contact_promise.search(folded.text, folded.opened) is None:
+    if words.contact_promise.search(folded.text, folded.open_gates) is None:
         return True
     for text in _SENTENCE_END.split(folded.text):
         sentence = Folded(text)
@@ -262,8 +262,8 @@ def screen_reply(
         numerals_ok(text, facts),
         program_names_ok(text, action, program, pack, facts),
         action_slots_ok(text, action, slots, pack),
-        patterns.personal_detail.search(text, folded.opened) is None,
-        patterns.promise.search(text, folded.opened) is None,
+        patterns.personal_detail.search(text, folded.open_gates) is None,
+        patterns.promise.search(text, folded.open_gates) is None,
         patterns.placeholder.search(text) is None,
     ]
     if desk:
@@ -274,7 +274,7 @@ def screen_reply(
         results += (
             status_claims_ok(folded, words, folded_facts),
             personal_questions_ok(folded, words, folded_facts),
-            unknown_programs_ok(text, words, pack, folded_facts, folded.opened),
+            unknown_programs_ok(text, words, pack, folded_facts, folded.open_gates),
             date_words_ok(folded, words, folded_facts),
             third_person_ok(folded, words, folded_facts),
             request_asks_ok(folded, action, pack),
@@ -321,7 +321,7 @@ def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | N
     )
 
 
-class _Same:
+class _PackByIdentity:
     """A pack as a cache key by identity: hashing a pack's fields would cost more than the reply."""
 
     __slots__ = ("pack",)
@@ -333,28 +333,28 @@ class _Same:
         return id(self.pack)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.pack is self.pack
+        return isinstance(other, _PackByIdentity) and other.pack is self.pack
 
 
 def _facts(pack: DomainPack, rows: tuple[str, ...]) -> tuple[str, str]:
     """The selected rows' text, read as the reply is: normalized with its case, and case-folded. A few
     rows, shared by many replies."""
-    return _cached_facts(_Same(pack), rows)
+    return _cached_facts(_PackByIdentity(pack), rows)
 
 
 @lru_cache(maxsize=512)
-def _cached_facts(key: _Same, rows: tuple[str, ...]) -> tuple[str, str]:
+def _cached_facts(key: _PackByIdentity, rows: tuple[str, ...]) -> tuple[str, str]:
     facts = normalize_reply(allowed_fact_text(rows, key.pack))
     return facts, normalize(facts)
 
 
 def _fallback(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
     """The fixed text for `action` in the job's state (checked against the frame), the same each time."""
-    return _cached_fallback(_Same(pack), action, slots)
+    return _cached_fallback(_PackByIdentity(pack), action, slots)
 
 
 @lru_cache(maxsize=1024)
-def _cached_fallback(key: _Same, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
+def _cached_fallback(key: _PackByIdentity, action: Action, slots: tuple[tuple[str, str], ...]) -> str:
     return fixed_reply(action, DialogueState.read_stored(key.pack.frame, dict(slots))[0], key.pack)
 
 
