@@ -134,9 +134,12 @@ month: $(STAMP)  ## A desk's first month on a simulated clock: residents, staff,
 screenshots: $(STAMP) $(CHROMIUM)  ## Screenshots of both pages at 1280x800 and 390x844 into docs/screenshots/.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m devstack.screenshots docs/screenshots
 
+# lint-imports checks the import contracts in pyproject.toml: the functions above the AWS adapters
+# (dialogue.aws) above the dialogue core, which imports no AWS library, devstack or function; no circles.
 lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/hadolint realizer_container/Dockerfile
 
 typecheck: $(STAMP)

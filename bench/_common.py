@@ -132,7 +132,7 @@ class _Sink(io.TextIOBase):
 @contextlib.contextmanager
 def quiet_handlers() -> Iterator[None]:
     """Drop the Powertools logs and metrics the handlers print (they are still formatted, as in Lambda)."""
-    from dialogue.observability import logger
+    from dialogue.aws.observability import logger
 
     handler = logger.registered_handler
     previous = handler.setStream(_Sink())  # type: ignore[attr-defined]

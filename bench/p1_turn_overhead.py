@@ -61,7 +61,7 @@ def main() -> int:
     os.environ.setdefault("DOMAIN_PACK_DIR", str(ROOT / "data" / "riverton"))
     from devstack.events import FakeLambdaContext, http_event
     from devstack.stack import TABLE_NAME, local_stack
-    from dialogue.store import STATE_SK, partition_key, turn_sort_key
+    from dialogue.aws.table import STATE_SK, partition_key, turn_sort_key
 
     with local_stack() as stack, quiet_handlers():
         import turn_api

@@ -17,7 +17,7 @@ without tracing would run it. Once with POWERTOOLS_TRACE_DISABLED=true, Powertoo
 Tracer still imports the X-Ray SDK and builds the SDK's recorder (it takes the SDK's recorder as its
 provider before it looks at `disabled`); the switch skips only the patching of botocore and the
 recorder's streaming setting. Outside Lambda it changes nothing: there Powertools disables the Tracer
-by itself. Once more with the same switch and dialogue/observability.py changed to build the Tracer
+by itself. Once more with the same switch and dialogue/aws/observability.py changed to build the Tracer
 only when tracing is on (Powertools' own rule; `_TracingOff` stands in for its decorator otherwise):
 a copy of the layer's dialogue package with that change, in a temporary folder put ahead of the layer
 on PYTHONPATH (the layer is not touched). Per variant: the median, its ratio to the baseline, and the
@@ -55,7 +55,7 @@ FLOOR = BASELINE + "; import pydantic; APIGatewayHttpResolver(enable_validation=
 IMPORTTIME_RUNS = 3
 
 LAYER_PACKAGE = ROOT / "layers" / "dialogue" / "dialogue"
-OBSERVABILITY = LAYER_PACKAGE / "observability.py"
+OBSERVABILITY = LAYER_PACKAGE / "aws" / "observability.py"
 LAYER_REQUIREMENTS = ROOT / "layers" / "dialogue" / "requirements.txt"
 TRACE_DISABLED = {"POWERTOOLS_TRACE_DISABLED": "true"}
 # The variants of the Tracer, in the order of the second table.
@@ -65,7 +65,7 @@ VARIANTS = {
     SWITCHED_OFF: "Tracer, POWERTOOLS_TRACE_DISABLED=true",
     NO_TRACER: "no Tracer: proposed observability.py, POWERTOOLS_TRACE_DISABLED=true",
 }
-# The change to dialogue/observability.py measured as NO_TRACER: (text in the layer's module, its
+# The change to dialogue/aws/observability.py measured as NO_TRACER: (text in the layer's module, its
 # replacement), each found exactly once. The Tracer is built only when tracing is on, by Powertools'
 # own rule (Tracer._is_tracer_disabled); otherwise a stand-in gives the handlers their decorator.
 OBSERVABILITY_CHANGE = (
@@ -103,8 +103,8 @@ logger = Logger(''',
     ),
 )
 # The Tracer's own cost, timed inside a fresh process once boto3 and Powertools are imported (as they
-# are when turn_api reaches dialogue.observability): importing the SDK, then building the Tracer as
-# dialogue.observability does. Differences of a few ms drown in the wall times of whole processes.
+# are when turn_api reaches dialogue.aws.observability): importing the SDK, then building the Tracer as
+# dialogue.aws.observability does. Differences of a few ms drown in the wall times of whole processes.
 IN_PROCESS = (
     "import time, boto3, botocore.client, botocore.endpoint; from aws_lambda_powertools import Tracer; "
     "started = time.perf_counter(); import aws_xray_sdk.core; imported = time.perf_counter(); "
@@ -114,7 +114,7 @@ IN_PROCESS = (
 IN_PROCESS_RUNS = 7
 # What each variant's process holds once turn_api is imported.
 PROBE = (
-    "import json, sys, turn_api; from dialogue import observability as o; print(json.dumps({"
+    "import json, sys, turn_api; from dialogue.aws import observability as o; print(json.dumps({"
     "'observability': o.__file__, 'tracer': type(o.tracer).__name__, "
     "'disabled': getattr(o.tracer, 'disabled', None), 'aws_xray_sdk_imported': 'aws_xray_sdk' in sys.modules, "
     "'botocore_patched': 'aws_xray_sdk.ext.botocore.patch' in sys.modules}))"
@@ -165,7 +165,7 @@ def observability_without_tracer(package: Path) -> str:
                 f"P3: {OBSERVABILITY.relative_to(ROOT)} changed; OBSERVABILITY_CHANGE no longer fits {old!r}"
             )
         changed = changed.replace(old, new)
-    (package / "observability.py").write_text(changed, encoding="utf-8")
+    (package / "aws" / "observability.py").write_text(changed, encoding="utf-8")
     name = str(OBSERVABILITY.relative_to(ROOT))
     lines = difflib.unified_diff(
         original.splitlines(keepends=True), changed.splitlines(keepends=True), "a/" + name, "b/" + name
@@ -483,13 +483,13 @@ def _sdk_finding(without_xray: str, proposed_without_sdk: str) -> str:
         return (
             "The X-Ray SDK must ship in the layer, and does (layers/dialogue/requirements.txt pins "
             "aws-lambda-powertools with its `tracer` extra; the python3.12 runtime has no aws-xray-sdk): Powertools' "
-            "Tracer imports the SDK when it is built, at import of dialogue.observability, and with the SDK "
+            "Tracer imports the SDK when it is built, at import of dialogue.aws.observability, and with the SDK "
             f"absent `import turn_api` → `{without_xray}`. " + proposed
         )
     return (
         "A finding on the way: the layer built from layers/dialogue/requirements.txt holds no aws-xray-sdk "
         "(aws-lambda-powertools is pinned without its `tracer` extra) and Powertools' Tracer imports the SDK "
-        "when it is built, at import of dialogue.observability. With the SDK absent, `import turn_api` → "
+        "when it is built, at import of dialogue.aws.observability. With the SDK absent, `import turn_api` → "
         f"`{without_xray}`: unless the Lambda runtime provides aws-xray-sdk, both functions fail at init. "
         "These figures include the SDK, as a working deployment must. " + proposed
     )

@@ -82,7 +82,7 @@ def main() -> int:
     os.environ["MAX_TURNS_PER_CONVERSATION"] = str(TURNS + 10)
     from devstack.stack import TABLE_NAME, local_stack
     from dialogue.actions import Screen
-    from dialogue.store import STATE_SK, partition_key, reply_sort_key, turn_sort_key
+    from dialogue.aws.table import STATE_SK, partition_key, reply_sort_key, turn_sort_key
 
     sizes: dict[str, dict[int, int]] = {"STATE": {}, "TURN": {}, "REPLY": {}}
     actions: dict[int, str] = {}
@@ -220,13 +220,13 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     """Write, through the store, the largest TURN item the records allow, and read it back."""
     from devstack.stack import TABLE_NAME
     from dialogue.actions import Action, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
+    from dialogue.aws.factory import get_desk_store, get_store
+    from dialogue.aws.table import partition_key, turn_sort_key
     from dialogue.conversation import new_conversation
     from dialogue.desk import StaffMember
-    from dialogue.factory import get_desk_store, get_store
     from dialogue.pack import get_pack
     from dialogue.records import Draft, ScreenOutcome, TurnRecord
     from dialogue.state import DialogueState
-    from dialogue.store import partition_key, turn_sort_key
 
     pack = get_pack()
     store = get_store()

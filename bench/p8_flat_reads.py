@@ -65,9 +65,9 @@ def main() -> int:
     from devstack.history import conversation_items, desk_history, put_items
     from devstack.stack import TABLE_NAME, LocalStack, local_stack
     from dialogue.actions import Queue
-    from dialogue.factory import get_desk_store, get_store
+    from dialogue.aws.factory import get_desk_store, get_store
+    from dialogue.aws.table import STATE_SK, turn_sort_key
     from dialogue.realize import RealizedReply, RealizeJob
-    from dialogue.store import STATE_SK, turn_sort_key
 
     def staff(stack: LocalStack, method: str, path: str, body: Any = None, query: str = "") -> Any:
         response = stack.call_staff_api(method, path, body, query=query)

@@ -27,16 +27,9 @@ from dialogue.actions import (
     Screen,
     TurnStatus,
 )
-from dialogue.desk_store import message_sort_key
+from dialogue.aws.stores import DynamoConversationStore
+from dialogue.aws.table import STAFF_COUNTER_SK, STATE_SK, message_sort_key, partition_key, reply_sort_key, stored_time
 from dialogue.records import TurnRecord
-from dialogue.store import (
-    STAFF_COUNTER_SK,
-    STATE_SK,
-    DynamoConversationStore,
-    partition_key,
-    reply_sort_key,
-    stored_time,
-)
 
 TURNS_PER_CONVERSATION = 100
 TurnKind = Literal["fixed", "generated", "expired", "pending"]

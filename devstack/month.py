@@ -347,7 +347,7 @@ class _Month:
         """A new version of the pack: one program's id renamed in every file (its names unchanged)."""
         import os
 
-        from dialogue.factory import reset_caches
+        from dialogue.aws.factory import reset_caches
 
         old, new = self.renamed, f"{self.renamed}_2027"
         for path in self.pack_dir.rglob("*"):
@@ -490,7 +490,7 @@ def _total(stack: LocalStack, name: str) -> int:
 
 
 def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int], last_reads: dict[str, int]) -> None:
-    from dialogue.audit_chain import verify_table_audit
+    from dialogue.aws.audit import verify_table_audit
 
     stack, counts = month.stack, month.counts
     pending = stack.pending_turns()

@@ -39,7 +39,7 @@ from devstack.audit import AuditWriter
 from devstack.events import FakeLambdaContext, http_event
 from devstack.pages import Pages
 from devstack.stack import LocalStack, local_stack, unauthorized_body
-from dialogue.api import ORIGIN_VERIFY_HEADER
+from dialogue.aws.api import ORIGIN_VERIFY_HEADER
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000

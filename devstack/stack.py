@@ -45,7 +45,7 @@ STREAM_BATCH_SIZE = 10  # the dispatch mapping's BatchSize in template.yaml
 STREAM_MAX_RECORD_AGE = 3600  # its MaximumRecordAgeInSeconds: then a record goes to DispatchFailureQueue
 SWEEP_INTERVAL = 300  # the sweeper's schedule in template.yaml: rate(5 minutes)
 
-ORIGIN_VERIFY = "ORIGIN_VERIFY"  # the value CloudFront's X-Origin-Verify header must hold (dialogue.api)
+ORIGIN_VERIFY = "ORIGIN_VERIFY"  # the value CloudFront's X-Origin-Verify header must hold (dialogue.aws.api)
 _ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -324,7 +324,7 @@ class LocalStack:
         """A turn's record as the table keeps it, flags and all (the public API shows a resident less)."""
         from uuid import UUID
 
-        from dialogue.factory import get_store
+        from dialogue.aws.factory import get_store
 
         turn = get_store().get_turn(UUID(conversation_id), turn_id)
         if turn is None:
@@ -353,7 +353,7 @@ class LocalStack:
     @contextlib.contextmanager
     def _captured(self) -> Iterator[None]:
         """Capture what the handlers and the worker print: their Powertools logs and the metrics."""
-        from dialogue.observability import logger
+        from dialogue.aws.observability import logger
         from realizer.logs import log
 
         stream = _LineCapture(self.log_lines)
@@ -428,7 +428,7 @@ def _create_queue(sqs: Any, name: str, dlq_arn: str | None = None, visibility_ti
 
 def create_resources(dynamodb: Any, sqs: Any) -> dict[str, Queue]:
     """The table and queues as template.yaml declares them (keys, queue index, stream, TTL, DLQs)."""
-    from dialogue.store import OPEN_QUEUE, OPEN_QUEUE_INDEX, PENDING_TURN, PENDING_TURN_INDEX, QUEUE_INDEX
+    from dialogue.aws.table import OPEN_QUEUE, OPEN_QUEUE_INDEX, PENDING_TURN, PENDING_TURN_INDEX, QUEUE_INDEX
 
     dynamodb.create_table(
         TableName=TABLE_NAME,
@@ -532,8 +532,8 @@ def local_stack(
     serve` plays CloudFront); without, they check nothing.
     """
     from devstack.realizers import build_realizer
-    from dialogue.dispatch import PENDING_TURN_INSERTS
-    from dialogue.factory import reset_caches
+    from dialogue.aws.factory import reset_caches
+    from dialogue.aws.turns import PENDING_TURN_INSERTS
     from realizer.worker import RealizerWorker
 
     labels: dict[str, str] = {}

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 
 from devstack.desk_walk import CORRECTION, HANDOFF_REPLY, DeskWalkError
 from devstack.stack import AUDIT_BUCKET, TABLE_NAME, LocalStack, local_stack
-from dialogue.audit_chain import Problem, link_hash, verify_table_audit
+from dialogue.audit_chain import Problem, link_hash
+from dialogue.aws.audit import verify_table_audit
 
 STAFF = "verify-audit"
 

@@ -209,7 +209,7 @@ def _realize_jobs(turns: dict[int, Any]) -> dict[int, Any]:
 
 def _stream_event(turn: Any) -> dict[str, Any]:
     """A DynamoDB stream batch, as Lambda delivers it, with the INSERT of one pending TURN item."""
-    from dialogue.store import DynamoConversationStore
+    from dialogue.aws.stores import DynamoConversationStore
 
     store = DynamoConversationStore(None, "unused", retention=timedelta(days=30), reply_retention=timedelta(hours=24))  # type: ignore[arg-type]
     item = dict(sorted(store.turn_item(turn).items()))
@@ -269,9 +269,10 @@ def _seed_item() -> dict[str, Any]:
     from moto import mock_aws
 
     from devstack.stack import TABLE_NAME, create_resources
+    from dialogue.aws.stores import DynamoConversationStore
+    from dialogue.aws.table import STATE_SK, partition_key
     from dialogue.conversation import new_conversation
     from dialogue.pack import get_pack
-    from dialogue.store import STATE_SK, DynamoConversationStore, partition_key
 
     pack = get_pack(ROOT / "data" / "riverton")
     with mock_aws():

@@ -19,7 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from dialogue.audit_chain import Problem, chains, compare_copies, read_copies, read_table_links, verify_links
+from dialogue.audit_chain import Problem, chains, compare_copies, verify_links
+from dialogue.aws.audit import read_copies, read_table_links
 from ops.aws import AWS_ERRORS, aws_reason, sentence
 
 TABLE = "ConversationTable"

@@ -6,7 +6,7 @@ unavailable) is reported by its sequence number; Lambda retries from there, spli
 error, and a record that keeps failing goes to the on-failure queue, where an alarm sees it.
 
 After the batch, if it sent a job whose turn is still inside its reply deadline, the realizer is woken
-from zero tasks (dialogue.wake): once per batch, never failing the batch (RealizerWoken and
+from zero tasks (dialogue.aws.ecs): once per batch, never failing the batch (RealizerWoken and
 RealizerWakeFailed count the outcomes).
 """
 
@@ -23,20 +23,21 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dialogue import clock
-from dialogue.dispatch import dispatch_pending_turn, is_pending_turn_insert, worth_waking_for
-from dialogue.factory import get_dispatch_queues, get_realizer_waker
-from dialogue.observability import logger, metrics, tracer
+from dialogue.aws.factory import get_dispatch_queues, get_realizer_waker
+from dialogue.aws.observability import logger, metrics, tracer
+from dialogue.aws.table import turn_from_item
+from dialogue.aws.turns import is_pending_turn_insert
+from dialogue.dispatch import dispatch_pending_turn, worth_waking_for
 from dialogue.pack import get_pack
+from dialogue.ports import WakeOutcome
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
-from dialogue.store import turn_from_item
-from dialogue.wake import WakeOutcome
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
 WAKE_NEEDS_MS = 4_000
 """Time the invocation must have left to try a wake: two ECS calls of at most 3 s each are bounded by
-the client (dialogue.factory), and a wake is never worth a timed-out batch."""
+the client (dialogue.aws.factory), and a wake is never worth a timed-out batch."""
 
 
 @dataclass

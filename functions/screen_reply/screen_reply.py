@@ -23,8 +23,8 @@ from pydantic import ConfigDict, Json
 
 from dialogue import clock
 from dialogue.actions import ReplyScreen
-from dialogue.factory import get_store
-from dialogue.observability import logger, metrics, tracer
+from dialogue.aws.factory import get_store
+from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
 from dialogue.screens import deadline_outcome, decide

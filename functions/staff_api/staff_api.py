@@ -26,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dialogue import audit_chain, clock, desk
 from dialogue.actions import Queue, ReplyScreen
-from dialogue.api import (
+from dialogue.aws.api import (
     BODY_UNREADABLE,
     ErrorCode,
     body_read_as_json,
@@ -36,17 +36,17 @@ from dialogue.api import (
     refusal_response,
     unverified_origin,
 )
+from dialogue.aws.factory import get_desk_store
+from dialogue.aws.observability import logger, metrics, tracer
+from dialogue.aws.stores import DynamoDeskStore
 from dialogue.desk import DecisionRequest, DeskInfo, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
-from dialogue.desk_store import DynamoDeskStore
 from dialogue.errors import DialogueError
-from dialogue.factory import get_desk_store
-from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
+from dialogue.ports import StaffMessage
 from dialogue.realize import ModelAction
 from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
-from dialogue.store import StaffMessage
 from staff_models import (
     AuditEntry,
     AuditTrail,

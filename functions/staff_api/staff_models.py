@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from dialogue.api import ErrorBody, ErrorCode, error_responses, success
+from dialogue.aws.api import ErrorBody, ErrorCode, error_responses, success
 from dialogue.desk import (
     Claim,
     DecisionRequest,

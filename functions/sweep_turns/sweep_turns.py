@@ -16,10 +16,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dialogue import clock
-from dialogue.factory import get_store
-from dialogue.observability import logger, metrics, tracer
+from dialogue.aws.factory import get_store
+from dialogue.aws.observability import logger, metrics, tracer
+from dialogue.aws.sqs import clear_dispatch_failures
 from dialogue.pack import get_pack
-from dialogue.queues import clear_dispatch_failures
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
 from dialogue.sweep import sweep_overdue_turns

@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from dialogue.actions import Action, ReplySource, TurnStatus
-from dialogue.api import ErrorBody, ErrorCode, error_responses, success
+from dialogue.aws.api import ErrorBody, ErrorCode, error_responses, success
 from dialogue.conversation import MessagePage
 from dialogue.errors import MAX_TURN_TEXT_CHARS
 

@@ -31,7 +31,7 @@ from api_models import (
 )
 from dialogue import clock, conversation
 from dialogue.actions import TurnStatus
-from dialogue.api import (
+from dialogue.aws.api import (
     BODY_UNREADABLE,
     ErrorCode,
     body_read_as_json,
@@ -39,10 +39,10 @@ from dialogue.api import (
     problem_at,
     unverified_origin,
 )
+from dialogue.aws.factory import get_store
+from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.errors import InvalidIdempotencyKey
-from dialogue.factory import get_store
 from dialogue.idempotency import IDEMPOTENCY_HEADER, valid_key
-from dialogue.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks

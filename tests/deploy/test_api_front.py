@@ -53,7 +53,7 @@ def distribution_config(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_cloudfront_adds_the_origin_verify_header_on_the_api_origin_alone(template: dict[str, Any]) -> None:
-    from dialogue.api import ORIGIN_VERIFY_HEADER
+    from dialogue.aws.api import ORIGIN_VERIFY_HEADER
 
     origins = {origin["Id"]: origin for origin in distribution_config(template)["Origins"]}
     (header,) = origins["api"]["OriginCustomHeaders"]
@@ -354,7 +354,7 @@ print(json.dumps(values))
 
 
 def test_sam_local_invoke_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dialogue.api import unverified_origin
+    from dialogue.aws.api import unverified_origin
     from dialogue.settings import get_settings
 
     values = run_in_deploy_tools(SAM_LOCAL_SCRIPT, str(TEMPLATE))

@@ -238,4 +238,4 @@ def test_the_image_holds_what_the_realizer_runs(steps: list[tuple[str, str]], tm
     assert result.returncode == 0, result.stderr[-2000:]
     assert all(line.startswith(str(workdir)) for line in result.stdout.splitlines())
     shipped = {path.name for path in (workdir / "dialogue").iterdir()}
-    assert not shipped & {"store.py", "screens.py", "conversation.py", "understanding.py"}
+    assert not shipped & {"aws", "screens.py", "conversation.py", "understanding.py"}

@@ -26,7 +26,7 @@ from test_template import (
     resources_of_type,
 )
 
-from dialogue.dispatch import PENDING_TURN_INSERTS
+from dialogue.aws.turns import PENDING_TURN_INSERTS
 from dialogue.settings import Settings
 from realizer import healthcheck, loading
 
@@ -85,7 +85,8 @@ def test_the_service_is_created_at_zero_tasks_and_the_template_says_what_that_co
     assert service["DesiredCount"] == 0
     why = comment_above(name)
     for words in ("DesiredCount 0", "no create and no update waits on a GPU", "every update of this resource",
-                  "returns a warm realizer to 0 tasks", "dialogue.wake", "make smoke", "custom resource"):  # fmt: skip
+                  "returns a warm realizer to 0 tasks", "dialogue.aws.ecs", "make smoke",
+                  "custom resource"):  # fmt: skip
         assert words in why, words
     # A minimum above zero is reached without CloudFormation waiting: the scalable target raises it.
     _, target = only_resource(template, "AWS::ApplicationAutoScaling::ScalableTarget")

@@ -16,8 +16,8 @@ import pytest
 
 from dialogue.actions import Queue
 from dialogue.audit_chain import link_hash, object_key
+from dialogue.aws.stores import DynamoDeskStore
 from dialogue.desk import StaffMember
-from dialogue.desk_store import DynamoDeskStore
 from ops import verify_audit
 from ops.__main__ import main as ops_main
 from tests.fake_aws import mocked_aws

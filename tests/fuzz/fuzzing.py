@@ -134,7 +134,7 @@ SERVER_WORDING = "\n".join(
         "functions/turn_api/api_models.py",
         "functions/staff_api/staff_api.py",
         "functions/staff_api/staff_models.py",
-        "layers/dialogue/dialogue/api.py",
+        "layers/dialogue/dialogue/aws/api.py",
         "layers/dialogue/dialogue/errors.py",
         "data/riverton/domain.toml",  # the staff's reason codes are the pack's
     )

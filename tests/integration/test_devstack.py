@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from devstack.stack import TABLE_NAME, LocalStack
 from devstack.streams import StreamMapping
-from dialogue.dispatch import PENDING_TURN_INSERTS
+from dialogue.aws.turns import PENDING_TURN_INSERTS
 
 
 def post(stack: LocalStack, conversation_id: str, text: str) -> int:

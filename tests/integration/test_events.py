@@ -115,7 +115,7 @@ class Deployment:
             for function, variables in load("env.json").items()
         }
         self.used.append("env.json")
-        from dialogue.factory import reset_caches
+        from dialogue.aws.factory import reset_caches
 
         for variables in self.environment.values():
             for name, value in variables.items():
@@ -168,7 +168,7 @@ class Deployment:
         return result
 
     def turn_item(self, turn_id: int) -> dict[str, Any]:
-        from dialogue.store import partition_key, turn_sort_key
+        from dialogue.aws.table import partition_key, turn_sort_key
 
         key = {"pk": {"S": partition_key(UUID(CONVERSATION_ID))}, "sk": {"S": turn_sort_key(turn_id)}}
         item: dict[str, Any] = self.stack.dynamodb.get_item(TableName=TABLE_NAME, Key=key)["Item"]

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from devstack.history import StaffNote, TurnKind, conversation_items, put_items
 from devstack.stack import TABLE_NAME, LocalStack, local_stack
 from dialogue.actions import ReplySource, TurnStatus
+from dialogue.aws.factory import get_store
+from dialogue.aws.stores import DynamoConversationStore
 from dialogue.conversation import EXPIRED_REPLY, Message, MessagePage, _fixed_text, messages
-from dialogue.factory import get_store
 from dialogue.pack import DomainPack
-from dialogue.store import DynamoConversationStore
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

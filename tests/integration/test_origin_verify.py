@@ -14,8 +14,8 @@ import pytest
 from devstack.events import FakeLambdaContext, http_event
 from devstack.serve import Gateway
 from devstack.stack import ORIGIN_VERIFY, LocalStack, local_stack
-from dialogue.api import ORIGIN_VERIFY_HEADER
-from dialogue.factory import reset_caches
+from dialogue.aws.api import ORIGIN_VERIFY_HEADER
+from dialogue.aws.factory import reset_caches
 
 VALUE = "Zx8mQ2vR7kLp4Tn9Wb3Yc6Hd1Jf5Gs0A"
 MARKER = "Quokka-Sentinel-4471"  # in the refused requests' bodies, paths and headers; never in a log

@@ -1,4 +1,4 @@
-"""The realizer woken from zero tasks by the dispatch function (dialogue/wake.py), on moto's ECS.
+"""The realizer woken from zero tasks by the dispatch function (dialogue/aws/ecs.py), on moto's ECS.
 
 moto keeps an ECS service's desired count as UpdateService sets it (it starts no task), which is all the
 waker reads and writes. The last tests run a turn through the local stack with an ECS service beside it:
@@ -18,8 +18,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from devstack.stack import LocalStack
-from dialogue.factory import get_realizer_waker, reset_caches
-from dialogue.wake import EcsServiceWaker, WakeOutcome
+from dialogue.aws.ecs import EcsServiceWaker
+from dialogue.aws.factory import get_realizer_waker, reset_caches
+from dialogue.ports import WakeOutcome
 from tests.fake_aws import mocked_aws
 
 REGION = "us-east-1"

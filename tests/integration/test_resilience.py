@@ -18,8 +18,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from devstack.faults import Fault
 from devstack.stack import LocalStack
 from dialogue import conversation
+from dialogue.aws.factory import get_store, reset_caches
 from dialogue.errors import ConcurrentTurnConflict
-from dialogue.factory import get_store, reset_caches
 from dialogue.pack import DomainPack
 from dialogue.settings import get_settings
 from dialogue.state import DialogueState

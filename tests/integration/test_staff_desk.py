@@ -278,9 +278,9 @@ def test_claims_race_through_one_conditional_write(stack: LocalStack) -> None:
     from uuid import UUID
 
     from dialogue.actions import Queue
+    from dialogue.aws.factory import get_desk_store
     from dialogue.desk import StaffMember
     from dialogue.errors import ClaimedByOther
-    from dialogue.factory import get_desk_store
 
     conversation_id = new_conversation(stack)
     say(stack, conversation_id, "What is the parking fee?")
@@ -572,8 +572,8 @@ def test_an_audit_item_cannot_be_written_twice(stack: LocalStack) -> None:
     from botocore.exceptions import ClientError
 
     from dialogue.actions import Queue
+    from dialogue.aws.factory import get_desk_store
     from dialogue.desk import StaffMember
-    from dialogue.factory import get_desk_store
 
     conversation_id = new_conversation(stack)
     store = get_desk_store()
@@ -607,7 +607,7 @@ def desk_actions(stack: LocalStack, clock: list[datetime]) -> tuple[str, int]:
 
 def verify_audit(stack: LocalStack) -> list[Any]:
     from devstack.stack import AUDIT_BUCKET
-    from dialogue.audit_chain import verify_table_audit
+    from dialogue.aws.audit import verify_table_audit
 
     return verify_table_audit(stack.dynamodb, TABLE_NAME, stack.s3, AUDIT_BUCKET)
 
@@ -718,7 +718,7 @@ def test_the_trail_route_shows_an_items_trail_oldest_first_and_refuses_bad_ids(
 def test_a_racing_audit_writer_is_a_conflict_to_retry_never_a_broken_chain(stack: LocalStack) -> None:
     """A link put at a sequence number another writer took first fails attribute_not_exists: the request is
     a 409 to try again, and the chain keeps one link per number."""
-    from dialogue.factory import get_desk_store
+    from dialogue.aws.factory import get_desk_store
 
     conversation_id = new_conversation(stack)
     say(stack, conversation_id, "Can I talk to a person?")
@@ -861,7 +861,7 @@ def test_the_figures_count_each_decision_and_close_on_its_day(stack: LocalStack,
 
 def test_the_figures_read_as_many_items_after_1000_decided_items_as_after_10(stack: LocalStack) -> None:
     from devstack.history import desk_history, put_items
-    from dialogue.factory import get_store
+    from dialogue.aws.factory import get_store
 
     # Given a desk with open work (a hand-off, a pending reply) and two decisions, so every counter is there
     conversation_id = new_conversation(stack)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from devstack.stack import LocalStack
-from dialogue.store import STATE_SK
+from dialogue.aws.table import STATE_SK
 
 
 def _state_item(stack: LocalStack, conversation_id: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 import staff_api
 import turn_api
 from api_models import MAX_TEXT_CHARS, ErrorBody, ErrorCode
-from dialogue import api, errors
+from dialogue import errors
+from dialogue.aws import api
 from dialogue.errors import ERRORS, REQUEST_ERRORS, UNCODED, pages_errors
 
 

@@ -12,13 +12,8 @@ from uuid import uuid4
 import pytest
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
-from dialogue.dispatch import (
-    MAX_SQS_DELAY_SECONDS,
-    PENDING_TURN_INSERTS,
-    deadline_delay_seconds,
-    dispatch_pending_turn,
-    is_pending_turn_insert,
-)
+from dialogue.aws.turns import PENDING_TURN_INSERTS, is_pending_turn_insert
+from dialogue.dispatch import MAX_SQS_DELAY_SECONDS, deadline_delay_seconds, dispatch_pending_turn
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizeJob, ReplyDeadline
 from dialogue.records import TurnRecord

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from dialogue.records import TurnRecord
-from dialogue.store import TIMES, datetime_fields
+from dialogue.aws.table import TIMES
+from dialogue.records import TurnRecord, datetime_fields
 
 
 class Later(BaseModel):

@@ -14,7 +14,7 @@ Links hold ids, a staff subject, codes and times, never resident or staff text. 
 `prev_expires_at`, the TTL of the link before it, so a chain whose first links the table's TTL has
 already removed is told from one whose first links were deleted.
 
-Everything here but `verify_table_audit` and its readers is pure; they take the clients they use.
+Everything here is pure; dialogue.aws.audit writes the links, reads them back and verifies a table's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -280,84 +280,4 @@ def compare_copies(
             problems.append(Problem(conversation_id, turn_id, seq, "differs from its WORM copy"))
     for conversation_id, turn_id, seq in sorted(set(rewritten)):
         problems.append(Problem(conversation_id, turn_id, seq, "its WORM copy was written more than once"))
-    return problems
-
-
-# --- reading a table and a bucket -------------------------------------------------------------------
-
-
-@dataclass
-class AuditRead:
-    """What the readers found: the links, and the audit items from before the chain (not verifiable)."""
-
-    links: list[dict[str, Any]]
-    unchained: int = 0
-
-
-def read_table_links(dynamodb: Any, table_name: str, conversation_id: str | None = None) -> AuditRead:
-    """Every link of the table (a Scan filtered to AUDIT# partitions), or one conversation's (a Query)."""
-    from boto3.dynamodb.types import TypeDeserializer
-
-    deserializer = TypeDeserializer()
-    if conversation_id is not None:
-        pages: Iterator[dict[str, Any]] = dynamodb.get_paginator("query").paginate(
-            TableName=table_name,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": audit_partition(conversation_id)}},
-            ConsistentRead=True,
-        )
-    else:
-        pages = dynamodb.get_paginator("scan").paginate(
-            TableName=table_name,
-            FilterExpression="begins_with(pk, :audit)",
-            ExpressionAttributeValues={":audit": {"S": AUDIT_PREFIX}},
-            ConsistentRead=True,
-        )
-    read = AuditRead(links=[])
-    for page in pages:
-        for item in page.get("Items", []):
-            plain = {name: deserializer.deserialize(value) for name, value in item.items()}
-            if parse_link_sort_key(str(plain["sk"])) is None:
-                read.unchained += 1
-                continue
-            read.links.append(link_from_item(plain))
-    return read
-
-
-def read_copies(s3: Any, bucket: str, conversation_id: str | None = None) -> tuple[dict[LinkKey, bytes], set[LinkKey]]:
-    """Each link's WORM copy (the first version written of its object) and the objects written more than
-    once. S3 lists a key's versions newest first."""
-    prefix = OBJECT_PREFIX + (f"{conversation_id}/" if conversation_id else "")
-    first_versions: dict[LinkKey, tuple[str, str]] = {}
-    counts: dict[LinkKey, int] = defaultdict(int)
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for version in page.get("Versions", []):
-            key = parse_object_key(version["Key"])
-            if key is None:
-                continue
-            counts[key] += 1
-            first_versions[key] = (version["Key"], version["VersionId"])  # the last listed is the oldest
-    copies = {
-        key: s3.get_object(Bucket=bucket, Key=name, VersionId=version)["Body"].read()
-        for key, (name, version) in first_versions.items()
-    }
-    return copies, {key for key, count in counts.items() if count > 1}
-
-
-def verify_table_audit(
-    dynamodb_client: Any,
-    table_name: str,
-    s3_client: Any = None,
-    bucket: str | None = None,
-    *,
-    conversation_id: str | None = None,
-    now: float | None = None,
-) -> list[Problem]:
-    """Every audit chain in the table verified and, with a bucket, compared with its WORM copies: the
-    problems found (none: the audit is whole). AWS errors are the caller's to handle."""
-    read = read_table_links(dynamodb_client, table_name, conversation_id)
-    problems = verify_links(read.links, now=now)
-    if s3_client is not None and bucket:
-        copies, rewritten = read_copies(s3_client, bucket, conversation_id)
-        problems.extend(compare_copies(read.links, copies, rewritten=rewritten, now=now))
     return problems

@@ -25,10 +25,10 @@ from dialogue.errors import (
 )
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state, turn_topic
+from dialogue.ports import ConversationStore
 from dialogue.records import ConversationRecord, TurnRecord
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
-from dialogue.store import ConversationStore
 from dialogue.understanding import understand
 
 
@@ -127,17 +127,17 @@ def take_turn(
         created_at=now,
         finalized_at=None if uses_model else now,
         # A turn left to a person waits in the staff's hand-off queue; a generated one joins the review
-        # queue once screened (dialogue.store.record_screened_reply).
+        # queue once screened (dialogue.aws.replies).
         queue=Queue.HANDOFF if handed_off else None,
         queued_at=now if handed_off else None,
         handoff_status=HandoffStatus.OPEN if handed_off else None,
     )
     committed = store.commit_turn(before, state, turn, request_key=request_key)
     if not committed.wrote:  # the key's first request made the turn (even one racing this, with this id)
-        earlier = store.get_turn(conversation_id, committed.turn_id)
+        earlier = _view_of_earlier(store, pack, conversation_id, committed.turn_id)
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer
             raise StoreUnavailable()
-        return TurnView(turn=earlier, reply=_fixed_text(earlier, pack), retried=True)
+        return earlier
     return TurnView(turn=turn, reply=_fixed_text(turn, pack), unreadable=unreadable)
 
 
@@ -147,7 +147,14 @@ def _answered_before(
     """A limit is about to refuse this request: a retry of a key whose turn was committed before gets that
     turn, as it stands now, and not the refusal. One read, on the refusal path only."""
     turn_id = None if request_key is None else store.turn_of_request(conversation_id, request_key)
-    turn = None if turn_id is None else store.get_turn(conversation_id, turn_id)
+    return None if turn_id is None else _view_of_earlier(store, pack, conversation_id, turn_id)
+
+
+def _view_of_earlier(
+    store: ConversationStore, pack: DomainPack, conversation_id: UUID, turn_id: int
+) -> TurnView | None:
+    """The turn an earlier request with the same key made, as it stands now (None: it is gone)."""
+    turn = store.get_turn(conversation_id, turn_id)
     return None if turn is None else TurnView(turn=turn, reply=_fixed_text(turn, pack), retried=True)
 
 

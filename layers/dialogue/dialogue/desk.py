@@ -1,6 +1,6 @@
 """The staff desk: the people half of the design.
 
-Two queues, each a partition of the table's sparse queue index (dialogue.store.QUEUE_INDEX):
+Two queues, each a partition of the table's sparse queue index (dialogue.aws.table.QUEUE_INDEX):
 
 - review: every generated reply once screened. A person claims it, reads the draft, the handbook rows
   the prompt used, the screens that fired and the reply shown, then approves or rejects it with a
@@ -296,7 +296,7 @@ def screen_labels() -> list[ScreenLabel]:
 # --- statistics ------------------------------------------------------------------------------------
 #
 # The figures are read from counters, never from the items: each decision and each close adds 1 to named
-# counters in the same transaction that records it (dialogue.desk_store keeps them in a STATS partition: a
+# counters in the same transaction that records it (dialogue.aws.queues keeps them in a STATS partition: a
 # TOTAL item since counting began, and one item per UTC day of decisions), and the open work is counted
 # on the sparse open-queue index, which holds nothing else. So reading the figures costs the same with ten
 # decided items as with ten million. `decision_counters` names what one decision adds to;

@@ -1,7 +1,8 @@
 """The outbox: a committed pending TURN, read from the table's stream, goes on to be worded.
 
 The turn API writes one DynamoDB transaction and sends nothing. Each pending TURN insert on the
-table's stream reaches the dispatch function, which sends two messages:
+table's stream (the filter and its check in code: dialogue.aws.turns.PENDING_TURN_INSERTS) reaches the
+dispatch function, which sends two messages:
 
 1. a ReplyDeadline to the screen queue, delayed until the turn's reply deadline: when it arrives and
    the turn is still pending, the screen function stores the fixed fallback, so every turn is final
@@ -16,46 +17,24 @@ fallback. Delivering a turn twice sends both messages twice; the worker and the 
 finalize a turn once.
 
 Then, once per batch that sent a job still inside its reply deadline (`worth_waking_for`), the
-dispatch function wakes the realizer if it rests at zero tasks (dialogue.wake).
+dispatch function wakes the realizer if it rests at zero tasks (dialogue.aws.ecs).
 """
 
 from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import Any
 
 from dialogue.actions import TurnStatus
 from dialogue.pack import DomainPack
-from dialogue.queues import DispatchQueues
+from dialogue.ports import DispatchQueues
 from dialogue.realize import ReplyDeadline, build_realize_job
 from dialogue.records import TurnRecord
 from dialogue.settings import MAX_REPLY_DEADLINE_SECONDS
 from dialogue.state import DialogueState
-from dialogue.store import TURN_PREFIX
 
 MAX_SQS_DELAY_SECONDS = MAX_REPLY_DEADLINE_SECONDS
 """SQS holds a message back for at most 15 minutes, so a reply deadline is at most that long."""
-
-PENDING_TURN_INSERTS: dict[str, Any] = {
-    "eventName": ["INSERT"],
-    "dynamodb": {
-        "Keys": {"sk": {"S": [{"prefix": TURN_PREFIX}]}},
-        "NewImage": {"status": {"S": [str(TurnStatus.PENDING)]}},
-    },
-}
-"""The event filter pattern of the dispatch function's stream mapping (template.yaml holds the same,
-checked by a test): inserts of pending TURN items. Lambda drops every other stream record unseen."""
-
-
-def is_pending_turn_insert(record: dict[str, Any]) -> bool:
-    """What the filter lets through, checked again in code for a mapping deployed without it."""
-    change = record.get("dynamodb", {})
-    sort_key = change.get("Keys", {}).get("sk", {}).get("S", "")
-    status = change.get("NewImage", {}).get("status", {}).get("S")
-    return bool(
-        record.get("eventName") == "INSERT" and sort_key.startswith(TURN_PREFIX) and status == TurnStatus.PENDING
-    )
 
 
 def worth_waking_for(turn: TurnRecord, *, now: datetime, reply_deadline: timedelta) -> bool:

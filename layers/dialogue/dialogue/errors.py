@@ -3,7 +3,7 @@
 Each error is defined once, with its code (a refusal's class name, or a request-level code below), its
 HTTP status, whether sending the same request again may work (`retry`: the APIs then send `Retry-After`),
 the one sentence the APIs send (`message`) and, where a person on the pages is better told something
-else, the sentence the pages show (`shown`). `dialogue.api` answers from the table; `ERRORS` is what
+else, the sentence the pages show (`shown`). `dialogue.aws.api` answers from the table; `ERRORS` is what
 the pages read, through `/config.json` (`pages_errors`). No sentence ever holds input.
 """
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,3 +85,12 @@ class ScreenOutcome(BaseModel):
     human_review: HumanReview
     final_reply: str
     draft: Draft | None = None
+
+
+def datetime_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` that hold a datetime (optional or not), in their declared order."""
+    return tuple(
+        name
+        for name, field in model.model_fields.items()
+        if field.annotation is datetime or datetime in get_args(field.annotation)
+    )

@@ -35,7 +35,7 @@ from typing import NamedTuple
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
 from dialogue.normalize import normalize, normalize_reply
 from dialogue.pack import DomainPack, SlotSpec
-from dialogue.pack.patterns import CompiledDeskWords
+from dialogue.pack.compiled import CompiledDeskWords
 from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome

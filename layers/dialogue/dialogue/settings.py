@@ -42,12 +42,12 @@ class Settings(BaseSettings):
     audit_retention_days: Annotated[int, Field(ge=1, le=3650)] = 365
     # The audit's WORM copy: an S3 bucket under Object Lock (AUDIT_BUCKET); empty, no copy is written.
     audit_bucket: str = ""
-    # The realizer's ECS service, which the dispatch function wakes from zero (dialogue.wake); both
+    # The realizer's ECS service, which the dispatch function wakes from zero (dialogue.aws.ecs); both
     # empty (no realizer deployed, or a local stack), nothing is woken.
     realizer_cluster: str = ""
     realizer_service: str = ""
     # The value CloudFront adds as the X-Origin-Verify header on its way to the API (the stack's
-    # OriginVerifySecret); set, the turn and staff functions refuse a request without it (dialogue.api).
+    # OriginVerifySecret); set, the turn and staff functions refuse a request without it (dialogue.aws.api).
     # Empty (devstack's handler tests, sam local): no check.
     origin_verify: SecretStr = SecretStr("")
 

@@ -4,7 +4,7 @@ With SnapStart (template.yaml's Globals), Lambda runs a published version's init
 memory and restores that snapshot for each cold start. So init may hold what every execution
 environment can share: the imported modules, the pack loaded, its patterns and word gates compiled and
 its example index built (`prime`), the settings read from the environment. It must hold nothing one
-environment must not share with another: no AWS client or connection (`dialogue.factory` makes them
+environment must not share with another: no AWS client or connection (`dialogue.aws.factory` makes them
 on first use, after a restore, with the restored environment's credentials), no id, no random state,
 no time.
 

@@ -5,7 +5,7 @@ dispatch function sent. Three faults leave it pending with neither: the dispatch
 the stream mapping keeps a record (an hour), so no deadline was ever sent; the deadline message fails
 five times and rests in the screen queue's DLQ; or the deadline could not be read after a pack change.
 A scheduled function (EventBridge Scheduler, every few minutes) sweeps them: it reads the turns still
-pending past their deadline plus a grace from the sparse pending-turn index (dialogue.store) and
+pending past their deadline plus a grace from the sparse pending-turn index (dialogue.aws.turns) and
 stores the same fixed fallback the deadline would have, counted, so an alarm sees each one. A turn is
 therefore final within `reply deadline + grace + the schedule's interval` whatever went wrong.
 

@@ -1,7 +1,9 @@
 """The domain pack: a desk as data. The frame, programs, patterns, fixed texts and handbook, validated
-at load (`schema`), read from a folder (`loader`), its patterns compiled once (`patterns`); scripted
-conversations to replay against it (`scripted`)."""
+at load (`schema`, `domain`), read from a folder (`loader`), its patterns checked (`patterns`) and compiled
+once (`compiled`); scripted conversations to replay against it (`scripted`)."""
 
+from dialogue.pack.compiled import CompiledPatterns
+from dialogue.pack.domain import DomainPack
 from dialogue.pack.examples import ExampleSet
 from dialogue.pack.loader import (
     EXAMPLES_FILE,
@@ -15,11 +17,9 @@ from dialogue.pack.loader import (
     pack_dir_for,
     read_csv_rows,
 )
-from dialogue.pack.patterns import CompiledPatterns
 from dialogue.pack.schema import (
     UNKNOWN,
     ActionSpec,
-    DomainPack,
     DomainSpec,
     Frame,
     HandbookRow,

@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from dialogue.pack.domain import DomainPack
 from dialogue.pack.examples import ExampleSet
-from dialogue.pack.schema import DomainPack, DomainSpec, HandbookRow, UnderstandingProfile, located
+from dialogue.pack.schema import DomainSpec, HandbookRow, UnderstandingProfile, located
 
 PACK_DIR_ENV = "DOMAIN_PACK_DIR"
 PROFILE_ENV = "UNDERSTANDING_PROFILE"

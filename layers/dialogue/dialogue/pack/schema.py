@@ -1,13 +1,12 @@
 """The domain pack's schema: the frame, programs, rules, actions, facts and handbook, as pydantic models.
 
-`DomainSpec` is `domain.toml`; `HandbookRow` a row of `handbook.csv`; `DomainPack` both, checked
-against each other, with the lookups the core reads and its patterns compiled once.
+`DomainSpec` is `domain.toml`; `HandbookRow` a row of `handbook.csv` (dialogue.pack.domain's `DomainPack`
+holds both, checked against each other).
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -15,11 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from dialogue.actions import Action, ScreenProfile
-from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
-from dialogue.pack.patterns import CompiledPatterns, NonEmptyText, PatternText, UnderstandingPatternText
+from dialogue.pack.patterns import NonEmptyText, PatternText, UnderstandingPatternText
 
 if TYPE_CHECKING:
-    from dialogue.similarity import ExampleIndex
+    pass
 
 UNKNOWN = "unknown"
 
@@ -536,139 +534,3 @@ class HandbookRow(_Strict):
     text: NonEmptyText
     source: NonEmptyText
     author_note: str
-
-
-class DomainPack(BaseModel):
-    """A validated domain pack, with its patterns compiled once."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    spec: DomainSpec
-    handbook: tuple[HandbookRow, ...]
-    # `examples.toml`, where the desk has one.
-    examples: ExampleSet | None = None
-    # The profile this process reads turns with: the pack's, unless the loader was told another.
-    profile: UnderstandingProfile | None = None
-
-    @property
-    def understanding_profile(self) -> UnderstandingProfile:
-        return self.profile or self.spec.understanding.profile
-
-    @cached_property
-    def example_index(self) -> ExampleIndex | None:
-        """The examples' index, built on first use (a turn, or SnapStart's prime); None in the lesson
-        profile or without examples."""
-        if self.examples is None or self.understanding_profile is not UnderstandingProfile.DESK:
-            return None
-        return self.examples.build_index()
-
-    @model_validator(mode="after")
-    def _examples_name_the_pack(self) -> DomainPack:
-        """Every label in examples.toml names a topic, intent or slot value of domain.toml, and every
-        topic written without a pattern has examples."""
-        spec, examples = self.spec, self.examples
-        given = examples.topics if examples else {}
-        for index, topic in enumerate(spec.topics):
-            if topic.pattern is None and not given.get(topic.name):
-                where = located("topics", index, "pattern")
-                raise ValueError(f"{where}: a topic needs a pattern, or examples in examples.toml")
-        if examples is None:
-            return self
-        topics = {topic.name for topic in spec.topics}
-        intents = {rule.name for rule in spec.understanding.intents}
-        for kind, names, known in ((TOPIC, examples.topics, topics), (INTENT, examples.intents, intents)):
-            if unknown := sorted(set(names) - known):
-                raise ValueError(f"examples.toml, table {kind}s: names no {kind} of domain.toml: {unknown}")
-        for slot, values in examples.values.items():
-            if slot not in spec.frame.slot_names:
-                raise ValueError(f"examples.toml, table {VALUE}s: {slot!r} is no slot of the frame")
-            if unknown := sorted(set(values) - (set(spec.frame.slot(slot).values) - {UNKNOWN})):
-                raise ValueError(f"examples.toml, table {VALUE}s.{slot}: {slot} never holds {unknown}")
-        return self
-
-    @model_validator(mode="after")
-    def _fact_rows_exist(self) -> DomainPack:
-        known = {row.passage_id for row in self.handbook}
-        if len(known) != len(self.handbook):
-            raise ValueError("handbook passage ids must be unique")
-        for index, rows in enumerate(self.spec.fact_rows):
-            unknown = sorted(set(rows.passage_ids) - known)
-            if unknown:
-                where = located("fact_rows", index, "passage_ids")
-                raise ValueError(f"{where}: names {unknown}, which the handbook lacks")
-        for index, topic in enumerate(self.spec.topics):
-            for field, passage_id in topic.all_rows():
-                if passage_id not in known:
-                    where = located("topics", index, field)
-                    raise ValueError(f"{where}: names {passage_id}, which the handbook lacks")
-        return self
-
-    # Shortcuts the rest of the core reads.
-    @property
-    def frame(self) -> Frame:
-        return self.spec.frame
-
-    @property
-    def program_slot(self) -> str:
-        return self.spec.domain.program_slot
-
-    @cached_property
-    def actions(self) -> tuple[Action, ...]:
-        """Every action of this desk: refuse, abstain, hand off, clarify, a request per slot it asks for
-        (in the frame's order), confirm, inform."""
-        fixed = tuple(Action)
-        requests = tuple(slot.request_action for slot in self.frame.requested_slots if slot.request_action)
-        return (*fixed[:4], *requests, *fixed[4:])
-
-    @cached_property
-    def model_actions(self) -> tuple[Action, ...]:
-        """The actions a model words here: the requests, confirm and inform."""
-        return tuple(action for action in self.actions if action.uses_model)
-
-    def action(self, action: Action) -> ActionSpec:
-        """`action`'s instruction and texts as this process's understanding profile words them."""
-        return self._actions_for_profile[action]
-
-    @cached_property
-    def _actions_for_profile(self) -> Mapping[Action, ActionSpec]:
-        return {action: spec.for_profile(self.understanding_profile) for action, spec in self.spec.actions.items()}
-
-    def program(self, program_id: str) -> Program | None:
-        return next((program for program in self.spec.programs if program.id == program_id), None)
-
-    def value_label(self, slot: str, value: str) -> str:
-        """How a slot's value reads to a person: its label, else a program's display name, else itself."""
-        spec = self.frame.slot(slot)
-        if value not in spec.value_labels and slot == self.program_slot and (program := self.program(value)):
-            return program.display_name
-        return spec.value_label(value)
-
-    def program_display(self, program_id: str) -> str:
-        program = self.program(program_id)
-        return program.display_name if program else UNKNOWN
-
-    @cached_property
-    def passages(self) -> Mapping[str, HandbookRow]:
-        return {row.passage_id: row for row in self.handbook}
-
-    def fact_ids_for(self, action: Action, program_id: str) -> tuple[str, ...]:
-        """The rows the pack's fact_rows table gives `action` for a program (confirm's, in the seed)."""
-        for rows in self.spec.fact_rows:
-            if rows.action == action and rows.program == program_id:
-                return rows.passage_ids
-        return ()
-
-    def topic(self, name: str | None) -> Topic | None:
-        return self.spec.topic(name)
-
-    def passage_ids_for(self, action: Action, program_id: str, topic: str | None = None) -> tuple[str, ...]:
-        """The handbook rows a reply for `action` may use: an inform reply its topic's rows for the
-        program, any other action the fact_rows table's. The prompt and the screens both read these."""
-        if action is Action.INFORM:
-            found = self.topic(topic)
-            return found.rows_for(program_id) if found else ()
-        return self.fact_ids_for(action, program_id)
-
-    @cached_property
-    def compiled(self) -> CompiledPatterns:
-        return CompiledPatterns.from_spec(self.spec)

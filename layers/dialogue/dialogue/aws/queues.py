@@ -1,66 +1,38 @@
-"""The staff desk's items on the conversation table.
+"""The staff desk's queues and claims on the conversation table.
 
 - Queues: TURN items carry `queue` and `queued_at` while they wait in a staff queue; the table's sparse
-  index QUEUE_INDEX (partition `queue`, sort `queued_at`) lists them without a Scan.
+  index QUEUE_INDEX (partition `queue`, sort `queued_at`) lists them without a Scan, and OPEN_QUEUE_INDEX
+  only those still waiting for a person.
 - Claims: `claimed_by` and `claim_expires_at` on the TURN item, set and cleared by conditional writes.
-- Staff messages: `MSG#<turn count:06d>#<n:06d>` under the conversation, n from the conversation's
-  STAFFMSG counter. A message and its counter are written in one transaction, conditional on the
-  counter and on the conversation's turn count, so messages are committed in the order they sort in:
-  the resident's message list only ever grows at its end.
-- Figures: counters in the `STATS` partition (TOTAL, and `DAY#<YYYY-MM-DD>` per UTC day of decisions,
-  which expire), added to (`ADD`) in the transaction of each decision and close; open work is counted on the open-queue
-  index. Reading the figures takes four requests, however long the history (dialogue.desk's statistics).
-- Audit: `AUDIT#<conversation id>` partitions, one item per claim, release, decision, reply or close,
-  put once (`attribute_not_exists`) in the same transaction as the change, and never updated (the
-  template denies updates and deletes). The items of one turn are a hash chain (dialogue.audit_chain):
-  sort key `TURN#<turn:06d>#<seq:06d>`, each link holding the previous link's hash (`prev_hash`) and
-  its own (`hash`, SHA-256 of its canonical fields). The store reads the chain's last link (one
-  consistent Query) before it writes the next; a writer that raced it to the same sequence number
-  fails `attribute_not_exists`, and the staff member is asked to try again (StaffWriteConflict).
-  Once the transaction commits, each new link's JSON is also put, once (If-None-Match), in the audit
-  bucket under S3 Object Lock (AUDIT_BUCKET; `audit/<conversation id>/<turn:06d>/<seq:06d>.json`):
-  the WORM copy a rewritten table item is compared with. A failed copy is logged and counted
-  (AuditCopyFailed), never the staff request's failure. Links hold ids, a staff subject, codes and
-  times: never resident or staff text.
+- Decisions, replies and closes: one transaction each, with the item's next audit link
+  (dialogue.aws.audit) and, for a correction, an approval or a reply, the staff message
+  (dialogue.aws.replies).
+- Figures: each decision and close adds to the desk's counters in its own transaction
+  (dialogue.aws.figures).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, time, timedelta
-from typing import Any, Literal
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
-from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dialogue import audit_chain
 from dialogue.actions import HandoffStatus, HumanReview, Queue
-from dialogue.desk import CLOSED, DeskCounters, StaffMember, decision_counters
-from dialogue.errors import (
-    AlreadyDecided,
-    ClaimedByOther,
-    ClaimRequired,
-    HandoffClosed,
-    NotInQueue,
-    StaffWriteConflict,
-    StoreUnavailable,
-)
-from dialogue.observability import logger, metrics
-from dialogue.records import Draft, TurnRecord
-from dialogue.store import (
+from dialogue.aws.audit import AuditLinks
+from dialogue.aws.figures import DeskFigures
+from dialogue.aws.replies import ReplyItems
+from dialogue.aws.table import (
     CONDITION_FAILED,
-    MESSAGE_PREFIX,
     OPEN_QUEUE,
     OPEN_QUEUE_INDEX,
     QUEUE_INDEX,
     STAFF_COUNTER_SK,
-    STATE_SK,
     TRANSACTION_CONFLICT,
-    DynamoConversationStore,
-    StaffMessage,
     cancellation_codes,
     partition_key,
     reply_sort_key,
@@ -70,30 +42,24 @@ from dialogue.store import (
     turn_from_item,
     turn_sort_key,
 )
+from dialogue.desk import CLOSED, StaffMember, decision_counters
+from dialogue.errors import (
+    AlreadyDecided,
+    ClaimedByOther,
+    ClaimRequired,
+    HandoffClosed,
+    NotInQueue,
+    StaffWriteConflict,
+    StoreUnavailable,
+)
+from dialogue.ports import StaffMessage
+from dialogue.records import TurnRecord
 
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
     Queue.REVIEW: ("human_review", str(HumanReview.PENDING)),
     Queue.HANDOFF: ("handoff_status", str(HandoffStatus.OPEN)),
 }
 """The filter that asks a queue for its open items only, which the open-queue index answers."""
-AUDIT_PREFIX = audit_chain.AUDIT_PREFIX
-AuditAction = Literal["claim", "release", "decision", "reply", "close"]
-STATS_PK = "STATS"
-"""The desk's counters (dialogue.desk's statistics): sort key TOTAL, since counting began, and
-`DAY#<YYYY-MM-DD>`, one item per UTC day that had a decision (closes are counted in TOTAL only)."""
-STATS_TOTAL_SK = "TOTAL"
-STATS_DAY_PREFIX = "DAY#"
-STATS_DAY_RETENTION = timedelta(days=90)
-"""A day's counters expire this long after the day began; the figures show the last 30 days that had any."""
-STATS_DAYS_SHOWN = 30
-
-
-def message_sort_key(turn_count: int, number: int) -> str:
-    return f"{MESSAGE_PREFIX}{turn_count:06d}#{number:06d}"
-
-
-def audit_partition(conversation_id: UUID) -> str:
-    return audit_chain.audit_partition(conversation_id)
 
 
 def encode_cursor(key: dict[str, Any] | None) -> str | None:
@@ -113,23 +79,13 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
     return key
 
 
-class DynamoDeskStore(DynamoConversationStore):
-    """The conversation store, with the desk's queries and writes."""
+class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
+    """The staff queues on the conversation table: their pages and counts, claims, decisions, replies and
+    closes (each with its audit link, in one transaction), and the desk's counters."""
 
-    def __init__(
-        self,
-        *args: Any,
-        staff_message_retention: timedelta,
-        audit_retention: timedelta,
-        audit_s3: Any = None,
-        audit_bucket: str = "",
-        **kwargs: Any,
-    ):
+    def __init__(self, *args: Any, staff_message_retention: timedelta, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._message_retention = staff_message_retention
-        self._audit_retention = audit_retention
-        self._audit_s3 = audit_s3 if audit_bucket else None  # no bucket, no WORM copy
-        self._audit_bucket = audit_bucket
 
     # --- reading the queues ----------------------------------------------------------------------
 
@@ -179,114 +135,6 @@ class DynamoDeskStore(DynamoConversationStore):
             response = self._client.query(**query)
         turns = [turn_from_item(item) for item in response.get("Items", [])]
         return turns, encode_cursor(response.get("LastEvaluatedKey"))
-
-    def open_count(self, queue: Queue) -> int:
-        """How many items of `queue` wait for a person: a COUNT query on the open-queue index, which holds
-        only them (so the count costs what the open work is, not what the history is)."""
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": OPEN_QUEUE_INDEX,
-            "KeyConditionExpression": "#queue = :queue",
-            "ExpressionAttributeNames": {"#queue": OPEN_QUEUE},
-            "ExpressionAttributeValues": self._item({":queue": str(queue)}),
-            "Select": "COUNT",
-        }
-        count = 0
-        while True:
-            with store_errors():
-                response = self._client.query(**query)
-            count += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                return count
-            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-    def desk_counters(self, days: int = STATS_DAYS_SHOWN) -> DeskCounters:
-        """What the desk's figures are read from, in four requests whatever the history: the TOTAL counters
-        (GetItem), the last `days` days that had a decision (one Query, newest first, `days` items
-        at most), and the two open-queue counts."""
-        with store_errors():
-            total = self._client.get_item(
-                TableName=self._table,
-                Key=self._item({"pk": STATS_PK, "sk": STATS_TOTAL_SK}),
-                ConsistentRead=True,
-            ).get("Item")
-            recent = self._client.query(
-                TableName=self._table,
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :day)",
-                ExpressionAttributeValues=self._item({":pk": STATS_PK, ":day": STATS_DAY_PREFIX}),
-                ScanIndexForward=False,
-                Limit=days,
-                ConsistentRead=True,
-            ).get("Items", [])
-        per_day = [self._counts(item) for item in reversed(recent)]
-        return DeskCounters(
-            total=self._counts(total or {})[1],
-            days=[(datetime.strptime(day, f"{STATS_DAY_PREFIX}%Y-%m-%d").date(), counts) for day, counts in per_day],
-            pending_reviews=self.open_count(Queue.REVIEW),
-            open_handoffs=self.open_count(Queue.HANDOFF),
-        )
-
-    def _counts(self, item: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
-        """A counter item's sort key and its counters."""
-        plain = self._plain(item)
-        sort_key = str(plain.pop("sk", ""))
-        return sort_key, {name: int(value) for name, value in plain.items() if name not in ("pk", "expires_at")}
-
-    def _counted(self, names: Sequence[str], now: datetime, *, per_day: bool = True) -> list[dict[str, Any]]:
-        """Transaction items that add 1 to each counter in `names`, in the TOTAL item and (`per_day`) in the
-        item of `now`'s UTC day, which expires STATS_DAY_RETENTION after the day began."""
-        placeholders = {f"#c{number}": name for number, name in enumerate(names)}
-        adding = "ADD " + ", ".join(f"{placeholder} :one" for placeholder in placeholders)
-        day = now.astimezone(UTC).date()
-        expires = ttl_epoch(datetime.combine(day, time(), UTC) + STATS_DAY_RETENTION)
-
-        def update(sort_key: str, expression: str, values: dict[str, Any]) -> dict[str, Any]:
-            return {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": self._item({"pk": STATS_PK, "sk": sort_key}),
-                    "UpdateExpression": expression,
-                    "ExpressionAttributeNames": placeholders,
-                    "ExpressionAttributeValues": self._item(values),
-                }
-            }
-
-        day_key = f"{STATS_DAY_PREFIX}{day.isoformat()}"
-        total = update(STATS_TOTAL_SK, adding, {":one": 1})
-        if not per_day:
-            return [total]
-        return [total, update(day_key, f"SET expires_at = :expires {adding}", {":one": 1, ":expires": expires})]
-
-    def drafts(self, turns: Sequence[TurnRecord]) -> dict[tuple[UUID, int], tuple[str | None, Draft | None]]:
-        """Each turn's REPLY item: the reply shown and the draft it judged (BatchGetItem, 100 a call)."""
-        found: dict[tuple[UUID, int], tuple[str | None, Draft | None]] = {}
-        keys = [
-            self._item({"pk": partition_key(turn.conversation_id), "sk": reply_sort_key(turn.turn_id)})
-            for turn in turns
-        ]
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {self._table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
-            while request:
-                with store_errors():
-                    response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    plain = self._plain(item)
-                    conversation_id = UUID(str(plain["pk"]).removeprefix("CONV#"))
-                    turn_id = int(str(plain["sk"]).split("#")[1])
-                    draft = None
-                    if "ended_by_eos" in plain:  # a screened draft (its text is the reply's when absent)
-                        draft = Draft(
-                            text=str(plain.get("draft_text", plain["reply"])),
-                            output_tokens=int(plain["output_tokens"])
-                            if plain.get("output_tokens") is not None
-                            else None,
-                            ended_by_eos=bool(plain["ended_by_eos"]),
-                            hit_token_cap=bool(plain["hit_token_cap"]),
-                            passage_ids=tuple(plain.get("passage_ids", ())),
-                        )
-                    found[(conversation_id, turn_id)] = (str(plain["reply"]), draft)
-                request = response.get("UnprocessedKeys") or {}  # type: ignore[assignment]
-        return found
 
     def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
         turn = self.get_turn(conversation_id, turn_id)
@@ -458,41 +306,6 @@ class DynamoDeskStore(DynamoConversationStore):
         removed = f"claimed_by, claim_expires_at{f', {OPEN_QUEUE}' if leaves_queue else ''}"
         return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE {removed}"}}
 
-    def audit_trail(self, conversation_id: UUID, turn_id: int) -> list[dict[str, Any]]:
-        """One item's audit links, oldest first (one Query on its chain's sort-key prefix, page by page)."""
-        links: list[dict[str, Any]] = []
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :chain)",
-            "ExpressionAttributeValues": self._item(
-                {":pk": audit_partition(conversation_id), ":chain": audit_chain.chain_prefix(turn_id)}
-            ),
-            "ConsistentRead": True,
-        }
-        while True:
-            with store_errors():
-                response = self._client.query(**query)
-            links.extend(audit_chain.link_from_item(self._plain(item)) for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return links
-            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-    def _last_link(self, conversation_id: UUID, turn_id: int) -> dict[str, Any] | None:
-        """The item's newest audit link, read consistently (the one the next link follows)."""
-        with store_errors():
-            response = self._client.query(
-                TableName=self._table,
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :chain)",
-                ExpressionAttributeValues=self._item(
-                    {":pk": audit_partition(conversation_id), ":chain": audit_chain.chain_prefix(turn_id)}
-                ),
-                ScanIndexForward=False,
-                Limit=1,
-                ConsistentRead=True,
-            )
-        items = response.get("Items", [])
-        return audit_chain.link_from_item(self._plain(items[0])) if items else None
-
     # --- the pieces ---------------------------------------------------------------------------------
 
     def _turn_key(self, conversation_id: UUID, turn_id: int) -> dict[str, Any]:
@@ -508,76 +321,6 @@ class DynamoDeskStore(DynamoConversationStore):
         if queue is Queue.REVIEW:
             return {":pending": str(HumanReview.PENDING)}
         return {":open": str(HandoffStatus.OPEN)}
-
-    def _audit(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
-        now: datetime,
-        action: AuditAction,
-        outcome: str | None = None,
-        reason: str | None = None,
-    ) -> dict[str, Any]:
-        """The item's next audit link, put once: who, when, what, on which turn, chained to the link before
-        it (read now). Never staff or resident text."""
-        link = audit_chain.new_link(
-            conversation_id,
-            turn_id,
-            self._last_link(conversation_id, turn_id),
-            staff=staff.subject,
-            action=action,
-            queue=str(queue),
-            outcome=outcome,
-            reason=reason,
-            at=stored_time(now),
-            expires_at=ttl_epoch(now + self._audit_retention),
-        )
-        stored = {key: value for key, value in link.items() if key != "conversation_id"}
-        return {
-            "Put": {
-                "TableName": self._table,
-                "Item": self._item(
-                    {
-                        "pk": audit_partition(conversation_id),
-                        "sk": audit_chain.link_sort_key(turn_id, link["seq"]),
-                        **stored,
-                    }
-                ),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
-
-    def _copy_links(self, items: list[dict[str, Any]]) -> None:
-        """After a commit: each audit link the transaction put, written once to the WORM bucket. A failure
-        is logged (ids only) and counted, and the staff request goes on: the link is in the table."""
-        if self._audit_s3 is None:
-            return
-        for entry in items:
-            put = entry.get("Put", {})
-            if not str(put.get("Item", {}).get("pk", {}).get("S", "")).startswith(AUDIT_PREFIX):
-                continue
-            link = audit_chain.link_from_item(self._plain(put["Item"]))
-            key = audit_chain.object_key(link["conversation_id"], link["turn_id"], link["seq"])
-            try:
-                self._audit_s3.put_object(
-                    Bucket=self._audit_bucket,
-                    Key=key,
-                    Body=audit_chain.link_document(link),
-                    ContentType="application/json",
-                    IfNoneMatch="*",
-                )
-            except (ClientError, BotoCoreError) as error:
-                code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
-                logger.warning(
-                    "audit copy failed",
-                    conversation_id=link["conversation_id"],
-                    turn_id=link["turn_id"],
-                    seq=link["seq"],
-                    error=code or type(error).__name__,
-                )
-                metrics.add_metric(name="AuditCopyFailed", unit=MetricUnit.Count, value=1)
 
     def _commit_with_message(
         self,
@@ -597,48 +340,9 @@ class DynamoDeskStore(DynamoConversationStore):
                 raise NotInQueue()
             counter = self._get(conversation_id, STAFF_COUNTER_SK).get("Item")
             count = int(self._plain(counter)["count"]) if counter else 0
-            message_items = [
-                {
-                    "ConditionCheck": {
-                        "TableName": self._table,
-                        "Key": self._item({"pk": partition_key(conversation_id), "sk": STATE_SK}),
-                        "ConditionExpression": "turn_count = :turns",
-                        "ExpressionAttributeValues": self._item({":turns": state.turn_count}),
-                    }
-                },
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": self._item(
-                            {
-                                "pk": partition_key(conversation_id),
-                                "sk": STAFF_COUNTER_SK,
-                                "count": count + 1,
-                                "expires_at": ttl_epoch(now + self._message_retention),
-                            }
-                        ),
-                        "ConditionExpression": "attribute_not_exists(pk) OR #count = :count",
-                        "ExpressionAttributeNames": {"#count": "count"},
-                        "ExpressionAttributeValues": self._item({":count": count}),
-                    }
-                },
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": self._item(
-                            {
-                                "pk": partition_key(conversation_id),
-                                "sk": message_sort_key(state.turn_count, count + 1),
-                                "about_turn": turn_id,
-                                "text": text,
-                                "at": stored_time(now),
-                                "expires_at": ttl_epoch(now + self._message_retention),
-                            }
-                        ),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-            ]
+            message_items = self.staff_message_items(
+                conversation_id, state.turn_count, count, turn_id, text, now, self._message_retention
+            )
             try:
                 self._transact(
                     [*items, *message_items],

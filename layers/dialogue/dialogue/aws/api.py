@@ -21,8 +21,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict
 
+from dialogue.aws.observability import logger, metrics
 from dialogue.errors import ERRORS, DialogueError, DirectAccessRefused, GeneratedTurnLimitReached
-from dialogue.observability import logger, metrics
 from dialogue.settings import get_settings
 
 if TYPE_CHECKING:

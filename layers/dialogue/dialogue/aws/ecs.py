@@ -23,28 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dialogue.aws.observability import logger
 from dialogue.clock import now as clock_now
-from dialogue.observability import logger
+from dialogue.ports import WakeOutcome
 
 REMEMBER_WANTED_FOR = timedelta(seconds=60)
 """How long a desired count of 1 or more is taken as still true without asking ECS again."""
-
-
-class WakeOutcome(StrEnum):
-    WANTED = "wanted"  # the service already wanted a task (ECS said so, or said so under a minute ago)
-    WOKEN = "woken"  # it wanted none; its desired count is now 1
-    FAILED = "failed"  # ECS could not be asked or refused; the wake alarm remains
-
-
-class RealizerWaker(Protocol):
-    def wake(self) -> WakeOutcome:
-        """Make sure the realizer wants at least one task. Never raises."""
-        ...
 
 
 class EcsServiceClient(Protocol):

@@ -1,9 +1,9 @@
-"""The dispatch function's two queues: RealizeJobs to the realize queue, ReplyDeadlines (delayed) to
-the screen queue."""
+"""The dispatch function's two queues on SQS (dialogue.ports.DispatchQueues): RealizeJobs to the realize
+queue, ReplyDeadlines (delayed) to the screen queue."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -14,12 +14,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 else:
     SQSClient = Any
-
-
-class DispatchQueues(Protocol):
-    def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None: ...
-
-    def send_job(self, job: RealizeJob) -> None: ...
 
 
 class SqsDispatchQueues:

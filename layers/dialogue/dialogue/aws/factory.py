@@ -8,11 +8,11 @@ from functools import lru_cache
 import boto3
 from botocore.config import Config
 
-from dialogue.desk_store import DynamoDeskStore
-from dialogue.queues import SqsDispatchQueues
+from dialogue.aws.ecs import EcsServiceWaker
+from dialogue.aws.sqs import SqsDispatchQueues
+from dialogue.aws.stores import DynamoConversationStore, DynamoDeskStore
+from dialogue.ports import RealizerWaker
 from dialogue.settings import get_settings
-from dialogue.store import DynamoConversationStore
-from dialogue.wake import EcsServiceWaker, RealizerWaker
 
 # The waker's ECS calls are an optimization on the dispatch function's path: each gets one attempt and
 # a few seconds, so a slow ECS can never run the function (10 s) out of time. The wake alarm is the backstop.

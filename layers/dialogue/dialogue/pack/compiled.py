@@ -1,0 +1,123 @@
+"""A pack's regular expressions, all compiled once (`CompiledPatterns.from_spec`), as the core reads them.
+
+How each kind of pattern is checked and compiled is dialogue.pack.patterns'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dialogue.actions import Action
+from dialogue.pack.patterns import compile_pattern, compile_understanding, gated_reply_pattern
+from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule, Topic
+from dialogue.pack.word_gate import GatedPattern, GateIndex
+
+
+@dataclass(frozen=True)
+class CompiledDeskWords:
+    """The desk profile's screen patterns, compiled once. All but `program_name` (which needs the
+    reply's capitals) run on the case-folded reply, compiled as understanding patterns are (without
+    IGNORECASE when written in lower case, about twice as fast) and each with its word gate, which
+    skips the scan when the pack's one RE2 pass over the reply finds the pattern cannot match there."""
+
+    status_claim: GatedPattern
+    personal_question: GatedPattern
+    program_name: GatedPattern
+    date_word: GatedPattern
+    third_person: GatedPattern
+    boilerplate: GatedPattern
+    contact_promise: GatedPattern
+    time: GatedPattern
+    channels: Mapping[str, re.Pattern[str]]
+
+
+@dataclass(frozen=True)
+class CompiledPatterns:
+    """Every regular expression of a pack, compiled once."""
+
+    injection: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
+    benign: Mapping[str, re.Pattern[str]]
+    intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
+    slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
+    question: re.Pattern[str]
+    frame_statement: re.Pattern[str] | None
+    topics: tuple[tuple[Topic, re.Pattern[str]], ...]
+    negation_cue: re.Pattern[str]
+    negation_after_cue: re.Pattern[str]
+    scope_break: re.Pattern[str]
+    correction_marker: re.Pattern[str]
+    program_aliases: Mapping[str, re.Pattern[str]]
+    any_program_alias: re.Pattern[str] | None
+    required: Mapping[Action, tuple[re.Pattern[str], ...]]
+    personal_detail: GatedPattern
+    promise: GatedPattern
+    placeholder: re.Pattern[str]
+    desk: CompiledDeskWords | None
+    gates: GateIndex
+
+    def __post_init__(self) -> None:
+        self.gates.build()  # every gate is added: compile them once, here, rather than on the first reply
+
+    @classmethod
+    def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
+        rules = spec.understanding
+        understanding = compile_understanding
+        gates = GateIndex()
+        return cls(
+            injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
+            staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
+            benign={exception.name: understanding(exception.pattern) for exception in rules.benign_exceptions},
+            intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
+            slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
+            question=understanding(rules.questions.pattern),
+            frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
+            topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics if topic.pattern),
+            negation_cue=understanding(rules.negation.cue_pattern),
+            negation_after_cue=understanding(rules.negation.after_cue_pattern),
+            scope_break=understanding(rules.negation.scope_break_pattern),
+            correction_marker=understanding(rules.corrections.marker_pattern),
+            program_aliases={program.id: compile_pattern(program.reply_alias_pattern) for program in spec.programs},
+            any_program_alias=_any_of([program.reply_alias_pattern for program in spec.programs]),
+            required={
+                action: tuple(compile_pattern(pattern) for pattern in action_spec.required_patterns)
+                for action, action_spec in spec.actions.items()
+            },
+            personal_detail=gated_reply_pattern(spec.screens.personal_detail_pattern, gates),
+            promise=gated_reply_pattern(spec.screens.promise_pattern, gates),
+            placeholder=compile_pattern(spec.screens.placeholder_pattern),
+            desk=_desk_words(spec, gates),
+            gates=gates,
+        )
+
+
+def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
+    """One IGNORECASE pattern matching where any of `patterns` does (one scan instead of one per
+    pattern), or None where they cannot be joined (a pattern with global flags such as (?x))."""
+    try:
+        return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
+    except re.error:
+        return None
+
+
+def _desk_words(spec: DomainSpec, gates: GateIndex) -> CompiledDeskWords | None:
+    words = spec.screens.desk
+    if words is None:
+        return None
+
+    def folded(pattern: str) -> GatedPattern:  # for case-folded text
+        return gates.add(compile_understanding(pattern), folded_text=True)
+
+    return CompiledDeskWords(
+        status_claim=folded(words.status_claim_pattern),
+        personal_question=folded(words.personal_question_pattern),
+        program_name=gated_reply_pattern(words.program_name_pattern, gates),
+        date_word=folded(words.date_word_pattern),
+        third_person=folded(words.third_person_pattern),
+        boilerplate=folded(words.boilerplate_pattern),
+        contact_promise=folded(words.contact_promise_pattern),
+        time=folded(words.time_pattern),
+        channels={value: compile_understanding(pattern) for value, pattern in words.channel_patterns.items()},
+    )
