@@ -19,6 +19,7 @@ is cheap.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
@@ -249,21 +250,96 @@ def smollm_gguf_path() -> Path:
     raise EngineUnavailable(f"{SMOLLM_PACKAGE} is installed without its .gguf file: reinstall it with --no-deps.")
 
 
+SMOLLM_CACHE_ENV = "SMOLLM_CACHE_DIR"
+"""Where the dequantized SmolLM2 is kept between runs (default: ~/.cache/enrollment-desk, or under
+XDG_CACHE_HOME); `off` keeps nothing."""
+
+
+def smollm_cache_dir(gguf: Path) -> Path | None:
+    """The folder the GGUF's dequantized weights and tokenizer are kept in, named by the package's version
+    and the file's hash as the package's RECORD gives it (so another release, or another file, is another
+    folder); None when the cache is off."""
+    setting = os.environ.get(SMOLLM_CACHE_ENV, "").strip()
+    if setting.lower() == "off":
+        return None
+    base = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = base if setting else base / "enrollment-desk"
+    version = importlib.metadata.version(SMOLLM_PACKAGE)
+    recorded = next(
+        (f.hash.value for f in importlib.metadata.files(SMOLLM_PACKAGE) or () if f.name == gguf.name and f.hash),
+        None,
+    )
+    if recorded is None:  # no hash to name the folder by: keep nothing rather than risk a stale copy
+        return None
+    return base / f"smollm2-{version}-{recorded[:16].replace('/', '_').replace('+', '-')}"
+
+
+def _load_smollm(gguf: Path, bar: Any) -> tuple[Any, Any]:
+    """The tokenizer and model: from the cache folder when a run before this one kept them there (a second
+    or so), else from the GGUF (parsed and dequantized: tens of seconds on two cores), then kept. A cache
+    that cannot be read or written is passed over: the GGUF is the source."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cache = smollm_cache_dir(gguf)
+    if cache is not None and (cache / "config.json").is_file():
+        try:
+            bar.set_postfix_str("tokenizer (kept)")
+            tokenizer = AutoTokenizer.from_pretrained(cache, local_files_only=True)
+            bar.update(1)
+            bar.set_postfix_str("model (kept)")
+            model = AutoModelForCausalLM.from_pretrained(cache, local_files_only=True)
+            bar.update(1)
+            return tokenizer, model
+        except (OSError, ValueError) as error:
+            log.warning("smollm cache unreadable, loading the GGUF", extra={"error": type(error).__name__})
+            bar.reset()
+    bar.set_postfix_str("tokenizer")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    bar.update(1)
+    bar.set_postfix_str("model")
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    bar.update(1)
+    if cache is not None:
+        _keep(cache, tokenizer, model)
+    return tokenizer, model
+
+
+def _keep(cache: Path, tokenizer: Any, model: Any) -> None:
+    """Save the tokenizer and model into `cache`, whole or not at all: written beside it, then renamed (a
+    process that reads the folder meanwhile, or saves it too, never sees half of it)."""
+    import shutil
+    import tempfile
+
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{cache.name}-", dir=cache.parent))
+    except OSError:
+        return  # a read-only home, say: nothing kept, nothing lost
+    try:
+        from safetensors.torch import save_model
+
+        tokenizer.save_pretrained(staging)
+        # The weights as dequantized, in float: transformers will not save a model it loaded from a GGUF
+        # (save_pretrained refuses its quantization marker), so the config is kept without it.
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)
+        (staging / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        model.generation_config.save_pretrained(staging)
+        save_model(model, str(staging / "model.safetensors"))
+        staging.rename(cache)
+    except OSError:
+        pass  # another process kept it first, or the disk is full: the GGUF stays the source
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def load_smollm_engine(progress: bool = True, **engine_kwargs: Any) -> TransformersEngine:
     """SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized by transformers) behind the transformers engine."""
     from tqdm.auto import tqdm
 
     gguf = smollm_gguf_path()
-    steps = ("tokenizer", "model")
-    with tqdm(total=len(steps), desc=f"Loading {gguf.name}", unit="part", disable=not progress) as bar:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        bar.set_postfix_str(steps[0])
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        bar.update(1)
-        bar.set_postfix_str(steps[1])
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        bar.update(1)
+    with tqdm(total=2, desc=f"Loading {gguf.name}", unit="part", disable=not progress) as bar:
+        tokenizer, model = _load_smollm(gguf, bar)
         bar.set_postfix_str("ready")
     version = importlib.metadata.version(SMOLLM_PACKAGE)
     return TransformersEngine(

@@ -14,10 +14,12 @@ from dialogue.realize import RealizeJob
 from realizer.hf_engine import (
     QWEN_MODEL_ID,
     QWEN_REVISION,
+    SMOLLM_CACHE_ENV,
     EngineUnavailable,
     TransformersEngine,
     load_qwen_engine,
     load_smollm_engine,
+    smollm_cache_dir,
     smollm_gguf_path,
 )
 
@@ -50,6 +52,34 @@ def test_smollm_loads_from_the_gguf_and_realizes_a_job(
     assert realization.output_tokens is not None and 1 <= realization.output_tokens <= 5
     assert realization.ended_by_eos or realization.hit_token_cap
     assert realization.text
+
+
+def test_smollm_is_kept_dequantized_and_read_back_the_same(
+    seed_jobs: dict[str, RealizeJob], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GGUF's first load keeps the dequantized model in the cache folder; the next load reads it (no
+    GGUF parse) and words a job token for token as the GGUF did."""
+    import torch
+
+    monkeypatch.setenv(SMOLLM_CACHE_ENV, str(tmp_path))
+    folder = smollm_cache_dir(smollm_gguf_path())
+    assert folder is not None and folder.parent == tmp_path
+    from_gguf = load_smollm_engine(progress=False)
+    assert (folder / "model.safetensors").is_file() and not [p for p in tmp_path.iterdir() if p != folder]
+    kept = load_smollm_engine(progress=False)
+    assert kept.revision == from_gguf.revision
+    assert kept.model.config.to_dict().get("quantization_config") is None  # read as plain weights
+    gguf_weights, kept_weights = from_gguf.model.state_dict(), kept.model.state_dict()
+    assert gguf_weights.keys() == kept_weights.keys()
+    assert all(torch.equal(gguf_weights[name], kept_weights[name]) for name in gguf_weights)
+    job = seed_jobs["C1t3"].model_copy(update={"max_new_tokens": 12})
+    assert kept.prompt_ids(job) == from_gguf.prompt_ids(job)
+    assert kept.realize([job]) == from_gguf.realize([job])
+
+
+def test_smollm_cache_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SMOLLM_CACHE_ENV, "off")
+    assert smollm_cache_dir(smollm_gguf_path()) is None
 
 
 def test_qwen_without_weights_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
