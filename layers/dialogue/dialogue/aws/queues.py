@@ -20,8 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from dialogue.actions import HandoffStatus, HumanReview, Queue
 from dialogue.aws.audit import AuditLinks
 from dialogue.aws.figures import DeskFigures
@@ -33,7 +31,6 @@ from dialogue.aws.table import (
     QUEUE_INDEX,
     STAFF_COUNTER_SK,
     TRANSACTION_CONFLICT,
-    cancellation_codes,
     partition_key,
     reply_sort_key,
     store_errors,
@@ -50,7 +47,6 @@ from dialogue.errors import (
     HandoffClosed,
     NotInQueue,
     StaffWriteConflict,
-    StoreUnavailable,
 )
 from dialogue.ports import StaffMessage
 from dialogue.records import TurnRecord
@@ -374,21 +370,16 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         holding an item, is a race a message retries; otherwise (an audit link another writer put at the
         same sequence number first, say) the staff member is told to try again. Once committed, the new
         audit link is copied to the WORM bucket."""
-        try:
-            self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "TransactionCanceledException":
-                raise StoreUnavailable() from None
-            codes = cancellation_codes(error)
-            if codes and codes[0] == CONDITION_FAILED:
-                raise self._why_refused(conversation_id, turn_id, queue, staff, now) from None
-            raced = CONDITION_FAILED in codes[message_items_from:] or TRANSACTION_CONFLICT in codes
-            if message_items_from is not None and raced:
-                raise _MessageRace() from None
-            raise StaffWriteConflict() from None
-        except BotoCoreError:
-            raise StoreUnavailable() from None
-        self._copy_links(items)
+        codes = self._write_transaction(items)
+        if codes is None:
+            self._copy_links(items)
+            return
+        if codes and codes[0] == CONDITION_FAILED:
+            raise self._why_refused(conversation_id, turn_id, queue, staff, now)
+        raced = CONDITION_FAILED in codes[message_items_from:] or TRANSACTION_CONFLICT in codes
+        if message_items_from is not None and raced:
+            raise _MessageRace()
+        raise StaffWriteConflict()
 
     def _why_refused(
         self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime

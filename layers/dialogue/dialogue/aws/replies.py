@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from dialogue.actions import Queue, ReplySource, TurnStatus
 from dialogue.aws.table import (
     CONDITION_FAILED,
@@ -28,7 +26,6 @@ from dialogue.aws.table import (
     STAFF_COUNTER_SK,
     STATE_SK,
     TURN_PREFIX,
-    cancellation_codes,
     message_sort_key,
     partition_key,
     reply_sort_key,
@@ -100,37 +97,33 @@ class ReplyItems(TurnItems):
             values[":queue"] = str(Queue.REVIEW)
             names["#queue"] = "queue"
         # (A deadline's fallback has no draft and needs no review: human_review is "not applicable".)
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": key,
-                            # A final turn leaves the pending-turn index.
-                            "UpdateExpression": f"SET {assignments} REMOVE {PENDING_TURN}",
-                            "ConditionExpression": "#status = :pending",
-                            "ExpressionAttributeNames": names,
-                            "ExpressionAttributeValues": self._item(values),
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": reply_item,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-            )
-        except ClientError as error:
-            cancelled = error.response["Error"]["Code"] == "TransactionCanceledException"
-            if cancelled and CONDITION_FAILED in cancellation_codes(error):
-                return False
-            raise StoreUnavailable() from None
-        except BotoCoreError:
-            raise StoreUnavailable() from None
-        return True
+        codes = self._write_transaction(
+            [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": key,
+                        # A final turn leaves the pending-turn index.
+                        "UpdateExpression": f"SET {assignments} REMOVE {PENDING_TURN}",
+                        "ConditionExpression": "#status = :pending",
+                        "ExpressionAttributeNames": names,
+                        "ExpressionAttributeValues": self._item(values),
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": reply_item,
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+        if codes is None:
+            return True
+        if CONDITION_FAILED in codes:  # not pending (any more), or gone
+            return False
+        raise StoreUnavailable()
 
     def thread(self, conversation_id: UUID) -> Thread:
         """What the resident's message list is built from: the turns, the replies of generated turns, and

@@ -207,6 +207,20 @@ class DynamoTable:
             if next_limit is not None:
                 query["Limit"] = next_limit
 
+    def _write_transaction(self, items: Sequence[Mapping[str, Any]]) -> list[str] | None:
+        """Write `items` in one transaction: None when it committed, else why DynamoDB cancelled it, one
+        code per item in order. StoreUnavailable when it failed any other way, or its answer was lost (then
+        it may have committed)."""
+        try:
+            self._client.transact_write_items(TransactItems=list(items))  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise StoreUnavailable() from None
+            return cancellation_codes(error)
+        except BotoCoreError:
+            raise StoreUnavailable() from None
+        return None
+
     def _get(self, conversation_id: UUID, sort_key: str) -> GetItemOutputTypeDef:
         """One item of the conversation, read consistently."""
         with store_errors():

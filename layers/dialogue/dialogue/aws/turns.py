@@ -15,8 +15,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from dialogue.actions import HandoffStatus, HumanReview, TurnStatus
 from dialogue.aws.table import (
     CONDITION_FAILED,
@@ -30,7 +28,6 @@ from dialogue.aws.table import (
     TRANSACTION_CONFLICT,
     TURN_PREFIX,
     DynamoTable,
-    cancellation_codes,
     code_at,
     partition_key,
     request_sort_key,
@@ -190,20 +187,14 @@ class TurnItems(DynamoTable):
                     }
                 }
             )
-        try:
-            self._client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "TransactionCanceledException":
-                raise StoreUnavailable() from None
-            codes = cancellation_codes(error)
-            if request_key is not None and code_at(codes, 2) == CONDITION_FAILED:
-                return Committed(self._turn_of_request(turn.conversation_id, request_key), wrote=False)
-            if code_at(codes, 0) == CONDITION_FAILED or TRANSACTION_CONFLICT in codes:
-                raise ConcurrentTurnConflict() from None
-            raise StoreUnavailable() from None
-        except BotoCoreError:
-            raise StoreUnavailable() from None
-        return Committed(turn.turn_id, wrote=True)
+        codes = self._write_transaction(items)
+        if codes is None:
+            return Committed(turn.turn_id, wrote=True)
+        if request_key is not None and code_at(codes, 2) == CONDITION_FAILED:
+            return Committed(self._turn_of_request(turn.conversation_id, request_key), wrote=False)
+        if code_at(codes, 0) == CONDITION_FAILED or TRANSACTION_CONFLICT in codes:
+            raise ConcurrentTurnConflict()
+        raise StoreUnavailable()
 
     def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
         turn_id = self.turn_of_request(conversation_id, request_key)
