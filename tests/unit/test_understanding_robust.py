@@ -151,8 +151,7 @@ def test_normalize_is_idempotent_and_total(text: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=120))
-def test_understand_never_raises_and_keeps_no_text(text: str) -> None:
-    pack = load_pack(PACK_DIR)
+def test_understand_never_raises_and_keeps_no_text(pack: DomainPack, text: str) -> None:
     understood = understand(f"Quokka-Sentinel-7731 {text}", pack)
     dumped = understood.model_dump_json().lower()
     assert "quokka" not in dumped
