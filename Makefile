@@ -66,11 +66,15 @@ demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipelin
 # (vLLM's CPU wheels are 3.11's), deploy and browser tiers on the dev venv. The second run runs even if the
 # first fails, and make test fails if either does, with the first failure's status.
 LAMBDA_TIERS := tests/unit tests/integration tests/fuzz
+# The Lambda code's tiers run on pytest-xdist's workers, one per core (each test builds its own moto stack
+# or devstack serve on a free port). The engine tier's torch and vLLM use every core themselves, so the
+# dev venv's tiers run in one process.
+TEST_WORKERS ?= auto
 DEV_TIERS := tests/engines tests/deploy tests/browser
 
 test: $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
 	status=0; \
-	$(LAMBDA_PYTHON) -m pytest $(LAMBDA_TIERS) || status=$$?; \
+	$(LAMBDA_PYTHON) -m pytest $(LAMBDA_TIERS) -n $(TEST_WORKERS) --dist worksteal || status=$$?; \
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(DEV_TIERS) || { code=$$?; [ "$$status" != 0 ] || status=$$code; }; \
 	exit $$status
 
