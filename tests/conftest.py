@@ -3,17 +3,23 @@ profiles; and each test's tier marker, from its folder."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 from hypothesis import settings
 
 from devstack.stack import LocalStack, local_stack
 from dialogue.pack import DomainPack, ScriptedTurn, get_pack, load_pack, read_scripted_turns
+from dialogue.pack import loader as pack_loader
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK_DIR = ROOT / "data" / "riverton"
@@ -29,6 +35,35 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 # devstack's staff signing key (devstack/auth.py) for this run only: every local stack and every
 # `devstack serve` or `devstack token` the tests start shares it, and none touches the project's own.
 os.environ.setdefault("DEVSTACK_HOME", tempfile.mkdtemp(prefix="devstack-home-"))
+
+# A local stack starts its handlers afresh (forget_loaded_packs), as a new Lambda process would, so every
+# test's first turn loaded the pack again, compiled its patterns and built its examples' index: about 2 s
+# a test, most of the integration tier's time. A pack is immutable (a frozen model) and what `load_pack`
+# makes of a folder depends on its files and the profile alone, so in this test process `get_pack` takes
+# the pack already made from the same files with the same profile. A pack edited on disk has other files
+# and is loaded afresh; a `load_pack` call of a test's own always loads.
+_PACKS_MADE: dict[tuple[str, str], DomainPack] = {}
+_load_pack = pack_loader.load_pack
+
+
+def _load_pack_once(directory: str | os.PathLike[str], *, profile: Any = None) -> DomainPack:
+    files = hashlib.sha256()
+    folder = Path(directory)
+    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+        if path.is_file():
+            files.update(b"%s\0%d\0" % (path.name.encode(), path.stat().st_size) + path.read_bytes())
+    key = (files.hexdigest(), str(profile))
+    if key not in _PACKS_MADE:
+        _PACKS_MADE[key] = _load_pack(directory, profile=profile)
+    return _PACKS_MADE[key]
+
+
+pack_loader.load_pack = _load_pack_once
+
+# Every local stack makes a new boto3 session and its clients, and each new session read botocore's service
+# models (JSON, megabytes) from disk again: about a sixth of the integration tier's time. Here the sessions
+# share one loader, which keeps what it read; the models are botocore's files, the same for every session.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 # Tiers (pytest -m, make unit/integration/engines/fuzz): a test's tier is its folder's.
 TIERS = ("unit", "integration", "engines", "fuzz", "deploy", "browser")

@@ -44,12 +44,24 @@ def tier_folders() -> set[str]:
 
 def test_make_test_runs_each_tier_once_lambda_tiers_in_the_312_venv() -> None:
     runs = pytest_runs(dry_run("test"))
-    assert [python for python, _ in runs] == [LAMBDA_PYTHON, DEV_PYTHON], runs
-    (_, lambda_paths), (_, dev_paths) = runs
-    assert lambda_paths == LAMBDA_TIERS
-    assert dev_paths == DEV_TIERS
-    assert not lambda_paths & dev_paths
+    # unit and integration on xdist's workers; fuzz in one process (one shared server); the engines in one
+    # process (one tiny Qwen2, one vLLM run); deploy and browser on xdist's workers
+    assert runs == [
+        (LAMBDA_PYTHON, {"tests/unit", "tests/integration"}),
+        (LAMBDA_PYTHON, {"tests/fuzz"}),
+        (DEV_PYTHON, {"tests/engines"}),
+        (DEV_PYTHON, {"tests/deploy", "tests/browser"}),
+    ], runs
+    lambda_paths = set().union(*(paths for python, paths in runs if python == LAMBDA_PYTHON))
+    dev_paths = set().union(*(paths for python, paths in runs if python == DEV_PYTHON))
+    assert (lambda_paths, dev_paths) == (LAMBDA_TIERS, DEV_TIERS)
+    assert sum(len(paths) for _, paths in runs) == len(lambda_paths | dev_paths), "a tier run twice"
     assert lambda_paths | dev_paths == tier_folders(), "a tier that make test does not run"
+    options = re.findall(r"-m pytest((?: tests/\w+)+)([^;]*)", dry_run("test"))
+    assert len(options) == len(runs)
+    for paths, rest in options:
+        assert ("-n auto" in rest) == (paths.split() not in (["tests/fuzz"], ["tests/engines"])), (paths, rest)
+        assert '-m "not slow"' in rest, (paths, rest)
 
 
 @pytest.mark.parametrize("target", ["unit", "integration", "fuzz"])
@@ -99,7 +111,8 @@ def test_a_failing_run_fails_make_test_and_does_not_stop_the_other(
     stand_ins = [f"LAMBDA_PYTHON={tmp_path / 'lambda-python'}", f"BIN={tmp_path / 'bin'}", "CHROMIUM=/usr/bin/chromium"]
     result = make("-s", *skip, "test", *stand_ins)
     ran = log.read_text().splitlines()
-    assert [line.split()[0] for line in ran] == [str(tmp_path / "lambda-python"), str(tmp_path / "bin" / "python")]
+    lambda_python, dev_python = str(tmp_path / "lambda-python"), str(tmp_path / "bin" / "python")
+    assert [line.split()[0] for line in ran] == [lambda_python, lambda_python, dev_python, dev_python]
     assert (result.returncode == 0) == (expected == 0), result.stderr
     if expected:
         assert f"Error {expected}" in result.stderr

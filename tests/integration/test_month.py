@@ -1,12 +1,15 @@
-"""A desk's month, at the small scale `make test` runs (`make month` runs the 30 days): residents every
+"""A desk's month, at the small scale `make slow` runs (`make month` runs the 30 days, then this): residents every
 day, staff on weekdays, a realizer outage, a dispatch failure past the stream's hour and a pack change,
 on a clock the code takes. Every check the simulation makes holds, and the faults it plans happened."""
 
 from __future__ import annotations
 
+import pytest
+
 from devstack.month import MonthPlan, simulate_month
 
 
+@pytest.mark.slow  # ~2 minutes on two cores: make slow and make month run it, make test leaves it out
 def test_a_small_month_with_every_fault_leaves_every_check_holding() -> None:
     report = simulate_month(MonthPlan.small())
     assert report.ok, report.render()
