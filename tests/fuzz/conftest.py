@@ -102,7 +102,7 @@ def fuzz_session() -> Iterator[requests.Session]:
 @pytest.fixture(scope="session")
 def budget(fuzz_summary: list[str]) -> Iterator[Budget]:
     """The turn API's fuzzing: FUZZ_REQUESTS requests (default 3,000) in FUZZ_SECONDS (default 600). At
-    make test's size (FUZZ_EXAMPLES' default) the examples run out first, at about 1,300 requests."""
+    make test's size (FUZZ_EXAMPLES' default) the examples run out first, at about 1,100 requests."""
     yield from _summarized(
         Budget(int(os.environ.get("FUZZ_REQUESTS", "3000")), float(os.environ.get("FUZZ_SECONDS", "600"))),
         fuzz_summary,
@@ -113,7 +113,7 @@ def budget(fuzz_summary: list[str]) -> Iterator[Budget]:
 @pytest.fixture(scope="session")
 def staff_budget(fuzz_summary: list[str]) -> Iterator[Budget]:
     """The staff API's: STAFF_FUZZ_REQUESTS (default 1,500) in STAFF_FUZZ_SECONDS (default 600); at make test's
-    size the examples run out first, at about 1,350 requests."""
+    size the examples run out first, at about 930 requests."""
     yield from _summarized(
         Budget(int(os.environ.get("STAFF_FUZZ_REQUESTS", "1500")), float(os.environ.get("STAFF_FUZZ_SECONDS", "600"))),
         fuzz_summary,

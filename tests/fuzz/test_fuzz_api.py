@@ -11,7 +11,7 @@ log line it kept) must hold no string of 12 or more characters that a turn's bod
 Bounded: MAX_EXAMPLES per route for the fuzzing phase (plus schemathesis' coverage cases),
 FUZZ_REQUESTS requests at most and FUZZ_SECONDS seconds (tests/fuzz/conftest.py); past either, cases
 are not sent.
-`make test` runs the defaults, bounded by the examples (300 a route: about 1,300 requests, the same on
+`make test` runs the defaults, bounded by the examples (250 a route: about 1,100 requests, the same on
 every run); `make fuzz` runs 10,000.
 """
 
@@ -40,7 +40,7 @@ from fuzzing import (
 
 from devstack.serve import openapi_document
 
-MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))  # per route, fuzzing phase
+MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "250"))  # per route, fuzzing phase
 
 
 schema = load_schema(openapi_document)

@@ -24,7 +24,7 @@ from fuzzing import REQUEST_TIMEOUT_S, Budget, as_uuid, fuzz_settings, load_sche
 
 from devstack.serve import staff_openapi_document
 
-MAX_EXAMPLES = int(os.environ.get("STAFF_FUZZ_EXAMPLES", "60"))  # per route: every route within the budget
+MAX_EXAMPLES = int(os.environ.get("STAFF_FUZZ_EXAMPLES", "30"))  # per route: every route within the budget
 DESK_TURNS = (
     "I want the forklift course.",  # request_contact: a review item
     "What is the parking fee?",  # abstain_hand_off: a hand-off

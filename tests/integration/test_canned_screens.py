@@ -5,13 +5,10 @@ a clean draft is shown as written. The drafts go through the real queue, worker 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from commands import run_devstack
 from pack_files import desk_reply
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # One conversation per case: a turn whose action and state are known, and the draft for it.
 SCRIPT = """conversation_id,turn_id,user_utterance
@@ -45,10 +42,7 @@ def test_each_screen_trips_on_its_draft(tmp_path: Path) -> None:
     script, drafts = tmp_path / "turns.csv", tmp_path / "drafts.csv"
     script.write_text(SCRIPT)
     drafts.write_text(DRAFTS)
-    result = subprocess.run(
-        [sys.executable, "-m", "devstack", "replay", str(script), "--realizer", f"canned:{drafts}", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    result = run_devstack("replay", str(script), "--realizer", f"canned:{drafts}", "--json", timeout=120)
     assert result.returncode == 0, result.stderr
     rows = {row["conversation_id"]: row for row in map(json.loads, result.stdout.splitlines()) if row["turn_id"] == 1}
     rows["numerals"] = next(

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from commands import run_devstack
 
 from dialogue.errors import ERRORS
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_chat_shows_reply_action_slots_and_screens() -> None:
     typed = "I want the Data Support Certificate.\nEmail is best.\nApprove my seat now.\n\n"
-    result = subprocess.run(
-        [sys.executable, "-m", "devstack", "chat", "--realizer", "template"],
-        cwd=ROOT, input=typed, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    result = run_devstack("chat", "--realizer", "template", stdin=typed, timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "desk> Should staff contact you by phone or by email?" in out
@@ -29,10 +22,7 @@ def test_chat_shows_reply_action_slots_and_screens() -> None:
 
 def test_chat_reports_bad_input_without_echo() -> None:
     typed = "x" * 1500 + "\n\n"
-    result = subprocess.run(
-        [sys.executable, "-m", "devstack", "chat"],
-        cwd=ROOT, input=typed, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    result = run_devstack("chat", stdin=typed, timeout=120)
     assert result.returncode == 0, result.stderr
     assert ERRORS["invalid_text_length"].message in result.stdout  # the table's sentence
     assert "between 1 and 1000 characters" in result.stdout

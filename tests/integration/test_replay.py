@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def run_devstack(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_replay_cli_prints_the_trace_and_13_of_13() -> None:
-    result = run_devstack("replay", "data/riverton/scripted_turns.csv")
+    # A fresh `python -m devstack`, as a user starts it (the other commands fork from a preloaded one)
+    result = commands.run_devstack("replay", "data/riverton/scripted_turns.csv", timeout=120, fresh=True)
     assert result.returncode == 0, result.stderr
     assert "Dialogue trace" in result.stdout
     assert "13 of 13 turns match the expected state and action." in result.stdout
@@ -179,6 +181,29 @@ def test_replay_cli_without_expectations_exits_0(tmp_path: Path) -> None:
     (row,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert row["action"] == "abstain_hand_off"
     assert row["action_matches"] is None
+
+
+def test_a_forked_command_answers_as_a_fresh_one(tmp_path: Path) -> None:
+    """The tests' devstack commands fork from a preloaded process (tests/commands.py): one answers as a
+    fresh `python -m devstack` does, its exit status and every row it prints but the conversation's new
+    id, for another desk and environment too. (stderr differs by transformers' import notice, which the
+    forkserver printed once.)"""
+    script = tmp_path / "turns.csv"
+    script.write_text(
+        "conversation_id,turn_id,user_utterance,expected_action\n"
+        "Z1,1,Can I talk to a librarian?,hand_off\n"
+        "Z1,2,When does the library open?,refuse\n"
+    )
+    env = {**os.environ, "SCREEN_PROFILE": "lesson"}
+    args = ("replay", "--pack", "harbourview_library", str(script), "--json")
+    forked = commands.run_devstack(*args, env=env, timeout=120)
+    fresh = commands.run_devstack(*args, env=env, timeout=120, fresh=True)
+    assert (forked.returncode, fresh.returncode) == (1, 1)  # the second turn's expected action is wrong on purpose
+    rows, fresh_rows = ([json.loads(line) for line in run.stdout.splitlines()] for run in (forked, fresh))
+    for row in (*rows, *fresh_rows):
+        row.pop("api_conversation_id")  # a new id each run
+    assert rows == fresh_rows and len(rows) == 2
+    assert {row["screen_profile"] for row in rows} == {"lesson"} and all("service" in row for row in rows)
 
 
 def test_pack_is_what_the_stack_uses(stack: LocalStack, pack: DomainPack) -> None:
