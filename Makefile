@@ -24,7 +24,10 @@ $(STAMP): requirements-dev.txt requirements-test.txt layers/dialogue/requirement
 	$(BIN)/python -m pip install --quiet --no-deps --editable .
 	touch $(STAMP)
 
-venv: $(STAMP)
+# make venv (and so make demo) sets up every venv the targets use, two installs at a time: after it, make
+# test installs nothing. `make $(VENV)/.installed` builds the development venv alone.
+venv:  ## Every venv: .venv (3.11: engines, dev tools), .venv-lambda, .venv-ops, .venv-deploy (3.12) and .venv-checkov.
+	@$(MAKE) --no-print-directory --jobs=2 --output-sync=target $(STAMP) $(LAMBDA_STAMP) $(OPS_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP)
 
 # The Lambda code's tests (the unit, integration and fuzz tiers) on Python 3.12, the functions' runtime:
 # requirements-test.txt, without the model engines, and the project's code.
@@ -66,7 +69,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 SAM := SAM_CLI_TELEMETRY=0 PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam
 
-demo: $(STAMP)  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
+demo: venv  ## Replay the seed's 13 scripted turns through the whole pipeline on moto, worded by SmolLM2.
 	$(BIN)/python -m devstack replay data/riverton/scripted_turns.csv --realizer smollm --screens lesson --understanding lesson
 
 # make test runs every check CI runs, each test once, all but the long runs (`-m "not slow"`, below). Its
