@@ -110,7 +110,7 @@ test-deploy-browser: $(STAMP) $(OPS_STAMP) $(DEPLOY_STAMP) $(CHROMIUM)
 test-fuzz: $(LAMBDA_STAMP)
 	$(LAMBDA_PYTHON) -m pytest tests/fuzz $(QUICK)
 
-slow: $(LAMBDA_STAMP)  ## The long runs make test leaves out (pytest -m slow): a 9-day month with every fault, ~2 minutes. On Python 3.12.
+slow: $(LAMBDA_STAMP)  ## The long runs make test leaves out (pytest -m slow): a 9-day month with every fault and a 10,000-item review queue, ~2 minutes. On Python 3.12.
 	$(LAMBDA_PYTHON) -m pytest tests/unit tests/integration tests/fuzz -m slow
 
 # The tiers, one folder of tests/ each (pytest markers of the same names). Each runs its folder, not
