@@ -94,7 +94,7 @@ PARALLEL = -n $(TEST_WORKERS) --dist worksteal
 QUICK := -m "not slow"
 TEST_RUNS := test-unit-integration test-engines test-deploy-browser test-fuzz lint template-checks
 
-test: $(STAMP) $(CHROMIUM)  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
+test:  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
 	@$(MAKE) --no-print-directory --keep-going --jobs=$(TEST_JOBS) --output-sync=target $(TEST_RUNS) || \
 		{ echo "make test failed: the runs marked *** above (make TARGET reruns one)." >&2; exit 1; }
 

@@ -91,9 +91,8 @@ def _devstack_in_fork(args: list[str], env: dict[str, str], streams: list[str]) 
     os.environ.clear()
     os.environ.update(env)
     os.chdir(ROOT)
-    written = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    for fd, (path, flags) in enumerate(zip(streams, (os.O_RDONLY, written, written), strict=True)):
-        opened = os.open(path, flags, 0o600)
+    for fd, (path, flags) in enumerate(zip(streams, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY), strict=True)):
+        opened = os.open(path, flags)  # run_devstack made all three
         os.dup2(opened, fd)
         os.close(opened)
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  # multiprocessing set it to devnull
