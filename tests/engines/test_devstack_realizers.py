@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from realizer.engines import VLLM_ENV_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,3 +37,17 @@ def test_replay_with_vllm_on_the_tiny_model(tiny_qwen: Any) -> None:
         assert row["human_review"] == "pending"
         # A random model's words never pass as a reply: each one is screened and falls back.
         assert row["fallback_used"], row["raw_reply"]
+
+
+def test_on_a_cpu_vllm_runs_in_the_calling_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No engine-core or worker process on a CPU (each would import torch and vLLM again), unless the
+    environment already says otherwise."""
+    from realizer.engines import vllm_kwargs
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    kwargs = vllm_kwargs()
+    assert (kwargs["distributed_executor_backend"], kwargs["enforce_eager"]) == ("uni", True)
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    vllm_kwargs()
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
