@@ -8,6 +8,7 @@ token --staff NAME [--group G] [--minutes N]   a bearer token for the staff API 
 eval FILE.csv [FILE.csv ...] [--json] [--goal F] a labelled set scored against the desk's understanding
 new-pack NAME [DIR]                          write a starter desk (no other desk's words) to DIR
 check-pack PATH                              every check the tests run on data/*, on a pack anywhere
+fit-examples DIR                             fit examples.toml's linear scorer: DIR/examples.weights.json (numpy)
 verify-audit                                 a desk session's audit chains verified, then two rewrites caught
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
@@ -236,7 +237,7 @@ def _new_pack(args: argparse.Namespace) -> int:
 
 
 def _check_pack(args: argparse.Namespace) -> int:
-    from devstack.pack_check import check_pack, check_table
+    from devstack.pack_check import check_findings, check_pack, check_table
     from dialogue.pack import pack_dir_for
 
     desk = pack_dir_for(args.path)
@@ -245,12 +246,37 @@ def _check_pack(args: argparse.Namespace) -> int:
         return 2
     checks = check_pack(desk, profile=args.understanding, gate_samples=args.gate_samples)
     print(check_table(desk, checks))
+    if findings := check_findings(checks):
+        print(f"\n{findings}\n")
     failed = [check.name for check in checks if check.passed is False]
     print(
         f"{len(checks) - len(failed)} of {len(checks)} checks passed or skipped"
         + (f"; failed: {', '.join(failed)}" if failed else ".")
     )
     return 1 if failed else 0
+
+
+def _fit_examples(args: argparse.Namespace) -> int:
+    try:
+        from devstack.fit_examples import fit_pack
+    except ImportError as error:  # numpy: the dev venv has it, the Lambda runtime's venv does not
+        print(f"devstack: fit-examples needs numpy ({error}); use the dev venv", file=sys.stderr)
+        return 2
+    from dialogue.pack import pack_dir_for
+
+    desk = pack_dir_for(args.path)
+    try:
+        written, weights = fit_pack(desk)
+    except (ImportError, ValueError) as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+    kept = sum(1 for column in weights.coef for value in column if value)
+    print(
+        f"devstack: wrote {written}: {len(weights.labels)} labels over {weights.size} examples, l2={weights.l2:g}, "
+        f"{kept} of {weights.size * len(weights.labels)} coefficients kept; the desk reads it where examples.toml "
+        'says scorer = "linear" (fit again after any change to examples.toml)'
+    )
+    return 0
 
 
 def _verify_audit(args: argparse.Namespace) -> int:
@@ -378,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     _understanding_option(checking)
     checking.set_defaults(run=_check_pack)
+
+    fitting = commands.add_parser("fit-examples", help="fit the linear scorer of a desk's examples.toml (needs numpy)")
+    fitting.add_argument("path", help="a domain pack's folder, or a desk's name under data/")
+    fitting.set_defaults(run=_fit_examples)
 
     token = commands.add_parser("token", help="print a staff bearer token that `serve` accepts (stdout, last line)")
     token.add_argument("--staff", required=True, metavar="NAME", help="the staff user's name (its subject is stable)")

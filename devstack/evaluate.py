@@ -16,6 +16,8 @@ scripted-turns file scores as it is) and any of:
 - `conversation_id` (and `turn_id`): rows of one conversation run in order on one state; without it
   every row is a single turn on a fresh state.
 - `group` (or `topic`): what the row is about, for figures per group; `source`, `note`: kept, unread.
+- `expected_fallback`: a scripted-turns file's column (whether the fixed fallback answers the turn);
+  unread, since no reply is generated here.
 
 A blank cell expects nothing. Any other column is an error naming it, so a typo never silently checks
 nothing. A row is right when every expectation it states holds.
@@ -39,7 +41,7 @@ from dialogue.understanding import understand
 
 TEXT_COLUMNS = ("text", "user_utterance")
 GROUP_COLUMNS = ("group", "topic")
-FREE_COLUMNS = ("source", "note", "turn_id", "conversation_id")
+FREE_COLUMNS = ("source", "note", "turn_id", "conversation_id", "expected_fallback")
 EXPECTED = "expected_"
 NONE = "-"
 """How the tables write "no topic" and the true class of a row that only forbids an action."""
@@ -182,7 +184,7 @@ def _conversations(cases: Sequence[Case]) -> list[list[Case]]:
 def run_case(case: Case, state: DialogueState, pack: DomainPack) -> tuple[Outcome, DialogueState]:
     """One turn through understanding and the policy, as the turn function runs it."""
     state = state.with_updates(case.before)
-    understood = understand(case.text, pack)
+    understood = understand(case.text, pack, state.asked)
     after, action = next_state(state, understood, pack)
     topic = turn_topic(understood, action, state)
     rows = passage_ids(action, after, pack, topic) if action.uses_model else ()
@@ -342,6 +344,25 @@ def _short(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def describe_miss(outcome: Outcome) -> str:
+    """What a missed row got and what it expected instead, for each expectation that failed:
+    `got abstain_hand_off fees; expected action inform, rows H03`."""
+    case = outcome.case
+    expected = ", ".join(
+        part
+        for part in (
+            f"action {case.action}" if "action" in outcome.failed else "",
+            f"topic {case.topic}" if "topic" in outcome.failed else "",
+            f"rows {';'.join(case.rows or ())}" if "rows" in outcome.failed else "",
+            *(f"{slot}={case.slots[slot]}" for slot in outcome.failed if slot in case.slots),
+        )
+        if part
+    )
+    got = f"{outcome.action}" + (f" {outcome.topic}" if outcome.topic else "")
+    got += f" [{';'.join(outcome.rows)}]" if outcome.rows else ""
+    return f"got {got}; expected {expected}"
+
+
 def render(report: Report, *, max_misses: int | None = 50) -> str:
     """The report as a person reads it: the share, figures per group, per action and per topic, the
     confusion tables and the misses."""
@@ -363,19 +384,7 @@ def render(report: Report, *, max_misses: int | None = 50) -> str:
         lines = [f"misses ({len(misses)}{'' if len(shown) == len(misses) else f', first {len(shown)}'})"]
         for outcome in shown:
             case = outcome.case
-            expected = ", ".join(
-                part
-                for part in (
-                    f"action {case.action}" if "action" in outcome.failed else "",
-                    f"topic {case.topic}" if "topic" in outcome.failed else "",
-                    f"rows {';'.join(case.rows or ())}" if "rows" in outcome.failed else "",
-                    *(f"{slot}={case.slots[slot]}" for slot in outcome.failed if slot in case.slots),
-                )
-                if part
-            )
-            got = f"{outcome.action}" + (f" {outcome.topic}" if outcome.topic else "")
-            got += f" [{';'.join(outcome.rows)}]" if outcome.rows else ""
-            lines.append(f"  line {case.line} ({case.group}): got {got}; expected {expected}: {_short(case.text)}")
+            lines.append(f"  line {case.line} ({case.group}): {describe_miss(outcome)}: {_short(case.text)}")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

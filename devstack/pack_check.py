@@ -1,40 +1,54 @@
 """`devstack check-pack PATH`: every check the tests run on the desks under `data/`, on a pack anywhere.
 
-Each check reads the pack's own files and says what it found in one line; a file a check needs and the
-pack lacks is a failure where the check cannot do without it (`scripted_turns.csv`) and a skip where
-the desk may go without it (held-out sets). The tests of `data/*` call these same functions, so a
-pack that passes here passes there.
+Each check reads the pack's own files and says what it found in one line; a check that fails also
+names every row, turn or text at fault (`Check.findings`, printed under the table), so that the author
+knows what to mend. A file a check needs and the pack lacks is a failure where the check cannot do
+without it (`scripted_turns.csv`) and a skip where the desk may go without it (held-out sets). The
+tests of `data/*` call these same functions, so a pack that passes here passes there.
 
 | check            | what must hold                                                                   |
 | ---------------- | -------------------------------------------------------------------------------- |
 | loads            | the pack loads in both understanding profiles (schema, placeholders, references) |
 | texts            | every action's and topic's text renders for every state, in both profiles        |
-| scripted turns   | `scripted_turns.csv` through the local stack: each turn matches, each gets a reply |
-| topic cases      | each `topic_cases*.csv` scores at least 95%; `topic_cases.csv` covers every topic  |
+| scripted turns   | `scripted_turns.csv` through the local stack: each turn matches, each gets a reply, |
+|                  | and no generated reply is replaced by the fallback unless `expected_fallback` says |
+| topic cases      | each `topic_cases*.csv` scores at least 95% (a file below names its misses);       |
+|                  | `topic_cases.csv` covers every topic                                               |
 | controls         | `screen_controls.csv` screens; rows with `expected_label` get that label          |
 | seed floor       | the seed's two rules word for word; every turn of the desk's sets they flag is    |
 |                  | refused or lies in a benign exception it names, and each exception is needed      |
-| domain words     | no shared code names this desk's words; the pack names no other desk              |
+| domain words     | no identifier or string of the shared code names this desk's words; the pack     |
+|                  | names no other desk                                                              |
 | word gates       | a shut gate never hides a match, on seeded text built from the patterns' words    |
-| examples         | no held-out text is an example (where the desk has examples.toml)                 |
+| examples         | no held-out text (`*_heldout*.csv`) is an example (where the desk has            |
+|                  | examples.toml); each one that is, is named                                       |
 """
 
 from __future__ import annotations
 
-import csv
+import ast
 import itertools
 import os
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dialogue.actions import Action
 from dialogue.normalize import normalize, normalize_reply
-from dialogue.pack import PACK_DIR_ENV, PROFILE_ENV, DomainPack, PackError, forget_loaded_packs, load_pack
+from dialogue.pack import (
+    PACK_DIR_ENV,
+    PROFILE_ENV,
+    DomainPack,
+    PackError,
+    ScriptedTurn,
+    forget_loaded_packs,
+    load_pack,
+)
 from dialogue.pack.loader import read_csv_records
 from dialogue.pack.word_gate import GatedPattern
 from dialogue.replies import fixed_reply, reply_fields
@@ -42,9 +56,21 @@ from dialogue.screens import Folded, names_text
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
 
+if TYPE_CHECKING:
+    from devstack.replay import ReplayedTurn
+
 ROOT = Path(__file__).resolve().parents[1]
 CODE_DIRS = ("layers", "functions", "realizer_container", "devstack")
-STARTER_DIR = Path(__file__).resolve().parent / "starter"
+STARTER_PATH = "devstack/starter"
+STARTER_DIR = ROOT / STARTER_PATH
+SIMULATION_MODULES = frozenset({
+    "devstack/month.py", "devstack/faults.py", "devstack/history.py", "devstack/desk_walk.py",
+    "devstack/verify_audit.py", "devstack/screenshots.py",
+})  # fmt: skip
+"""devstack's modules that make up a world to run the stack in, not code a desk runs on: a simulated
+month (residents on weekdays and weekends, an outage), AWS faults on cue, a written history, a staff
+member's scripted pass and session, the screenshots' chosen drafts. Their words are the simulation's:
+a desk may use them."""
 PLAIN_WORDS = frozenset({"unknown", "yes", "no"})
 """Slot values that are plain English and may appear in code (every slot's start, a yes/no slot's)."""
 TOPIC_GOAL = 0.95
@@ -66,6 +92,8 @@ class Check:
     name: str
     passed: bool | None
     detail: str
+    findings: tuple[str, ...] = ()
+    """Each row, turn or text at fault, in full, one a line (the detail names the first)."""
 
 
 # --- texts -------------------------------------------------------------------------------------------
@@ -183,26 +211,77 @@ def word_pattern(words: set[str]) -> re.Pattern[str]:
 
 def code_files(root: Path = ROOT) -> list[Path]:
     """Every file of the shared code: the core, the functions, the realizer and devstack, but the
-    starter pack (a pack's data, checked for other desks' names instead)."""
+    starter pack (a pack's data, checked for other desks' names instead) and devstack's simulation
+    (`SIMULATION_MODULES`)."""
     files = []
     for folder in CODE_DIRS:
         for path in sorted((root / folder).rglob("*")):
             if not path.is_file() or "__pycache__" in path.parts or path.suffix in {".pyc", ".png"}:
                 continue
-            if path.is_relative_to(STARTER_DIR):
+            where = path.relative_to(root).as_posix()
+            if where.startswith(STARTER_PATH + "/") or where in SIMULATION_MODULES:
                 continue
             files.append(path)
     return files
 
 
 def find_words(pattern: re.Pattern[str], files: Sequence[Path], root: Path) -> list[str]:
-    """`file:line: 'word'` for each line of `files` the pattern finds a word in."""
+    """`file:line: 'word'` for each line of `files` the pattern finds a word in (every line: for a
+    pack's own files)."""
     found = []
     for path in files:
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
             if match := pattern.search(line):
                 found.append(f"{path.relative_to(root)}:{number}: {match.group(0)!r}")
     return found
+
+
+_NAME_FIELDS = ("id", "attr", "name", "asname", "arg", "module", "rest")
+"""The fields of Python's syntax tree that hold an identifier: a name, an attribute, a definition's
+name, an import's names, an argument, a keyword, a pattern's capture."""
+
+
+def code_fragments(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) for what a file of the shared code says: each identifier and string literal of a
+    Python file, but its comments and its documentation (docstrings, and any other string standing
+    alone as a statement); each line of another file (a Makefile, a Dockerfile, a requirements list)
+    but its comment lines. A string spanning lines yields each of its lines."""
+    source = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        tree = ast.parse(source, filename=str(path)) if path.suffix == ".py" else None
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        for number, text in enumerate(source.splitlines(), start=1):
+            if not text.lstrip().startswith("#"):
+                yield number, text
+        return
+    documentation = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    }
+    for node in ast.walk(tree):
+        line: int = getattr(node, "lineno", 0)
+        for field in _NAME_FIELDS:
+            if isinstance(value := getattr(node, field, None), str):
+                yield line, value
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            yield from ((line, name) for name in node.names)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in documentation:
+            yield from ((line + offset, part) for offset, part in enumerate(node.value.splitlines()))
+
+
+def find_code_words(pattern: re.Pattern[str], files: Sequence[Path], root: Path) -> list[str]:
+    """`file:line: 'word'` for each identifier or string of the shared code (`code_fragments`) that the
+    pattern finds a word in; comments, docstrings and commented lines do not count."""
+    found: dict[tuple[str, int, str], None] = {}
+    for path in files:
+        where = str(path.relative_to(root))
+        for line, text in sorted(code_fragments(path)):
+            for match in pattern.finditer(text):
+                found[(where, line, match.group(0))] = None
+    return [f"{where}:{line}: {word!r}" for where, line, word in found]
 
 
 def other_desks(desk: Path, root: Path = ROOT) -> dict[str, DomainPack]:
@@ -285,21 +364,68 @@ def example_texts(pack: DomainPack) -> set[str]:
     return {normalize(text) for text in found}
 
 
-def _texts_of(paths: Sequence[Path]) -> list[str]:
+HELD_OUT = "*_heldout*.csv"
+"""A held-out set: scored, never tuned on, never drawn from (`topic_cases_heldout.csv`,
+`topic_cases_heldout2.csv`, `eval/injections_heldout.csv`), in the pack's folder or its `eval/`."""
+TUNING = "*_tune.csv"
+"""A tuning part of an outside set (`eval/injections_tune.csv`): examples may be drawn from it."""
+OWN_CASES = "topic_cases.csv"
+"""The desk's own topic cases: examples may be drawn from them too."""
+
+
+@dataclass(frozen=True)
+class SetText:
+    """One turn of a test set: its file and line (relative to the pack), and its text as written."""
+
+    where: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {' '.join(self.text.split())!r}"
+
+
+def held_out_files(desk: Path) -> list[Path]:
+    """The held-out sets (`*_heldout*.csv`) in the pack's folder and its `eval/`."""
+    return sorted([*desk.glob(HELD_OUT), *(desk / "eval").glob(HELD_OUT)])
+
+
+def drawn_from_files(desk: Path) -> list[Path]:
+    """The sets examples may be drawn from: `topic_cases.csv` and the tuning parts (`*_tune.csv`)."""
+    own = [desk / OWN_CASES] if (desk / OWN_CASES).is_file() else []
+    return own + sorted([*desk.glob(TUNING), *(desk / "eval").glob(TUNING)])
+
+
+def set_texts(paths: Sequence[Path], desk: Path) -> list[SetText]:
+    """Every turn of `paths` (their `text` or `user_utterance` column), with its file and line."""
     found = []
     for path in paths:
-        with path.open(newline="", encoding="utf-8") as handle:
-            found += [normalize(" ".join(row["text"].split())) for row in csv.DictReader(handle)]
+        header, records = read_csv_records(path)
+        column = next((name for name in ("text", "user_utterance") if name in header), None)
+        if column is None:
+            raise PackError(f"{path.relative_to(desk)}: the header needs a `text` column")
+        found += [SetText(f"{path.relative_to(desk)}:{line}", record[column]) for line, record in records]
     return found
 
 
-def leaked_examples(pack: DomainPack, desk: Path) -> tuple[int, list[str]]:
-    """How many held-out texts the desk has, and those that are examples though no tuning part holds
-    them (a held-out row may repeat a tuning row word for word: public sets hold duplicates)."""
-    held_out = _texts_of(sorted((desk / "eval").glob("*_heldout.csv")))
-    tuning = set(_texts_of(sorted((desk / "eval").glob("*_tune.csv"))))
+def _comparable(text: str) -> str:
+    return normalize(" ".join(text.split()))
+
+
+def leaked_examples(pack: DomainPack, desk: Path) -> tuple[int, list[SetText]]:
+    """How many held-out texts the desk has, and those that are examples though neither its
+    `topic_cases.csv` nor a tuning part holds them (a held-out row may repeat a tuning row word for
+    word: public sets hold duplicates; the example was drawn from the other)."""
+    held_out = set_texts(held_out_files(desk), desk)
+    drawn_from = {_comparable(turn.text) for turn in set_texts(drawn_from_files(desk), desk)}
     examples = example_texts(pack)
-    return len(held_out), [text for text in held_out if text in examples and text not in tuning]
+    leaked = [turn for turn in held_out if (text := _comparable(turn.text)) in examples and text not in drawn_from]
+    return len(held_out), leaked
+
+
+def _first_of(items: Sequence[object]) -> str:
+    """The first of `items`, and how many more the findings list under the table."""
+    more = f" and {len(items) - 1} more (each listed below)" if len(items) > 1 else ""
+    return f"{items[0]}{more}"
 
 
 # --- the command -------------------------------------------------------------------------------------
@@ -333,30 +459,85 @@ def _scripted(pack: DomainPack, desk: Path, profile: str | None) -> Check:
     if not path.exists():
         return Check(name, False, "scripted_turns.csv is missing: a desk needs sample conversations")
     turns = read_scripted_turns(path, pack.frame)
+    rows: list[ReplayedTurn] = []
+    wrong: list[str] = []
+    silent: list[str] = []
+    fell: list[tuple[str, ReplayedTurn]] = []
+    findings: list[str] = []
     with _serving(desk, profile), local_stack() as stack:
-        conversations = scripted_turns_by_conversation(turns).values()
-        rows = [row for conversation in conversations for row in replay_conversation(stack, conversation)]
-    wrong = [f"{row.conversation_id}/{row.turn_id}" for row in rows if row.matches is False]
-    silent = [f"{row.conversation_id}/{row.turn_id}" for row in rows if row.status != "final" or not row.final_reply]
+        for conversation in scripted_turns_by_conversation(turns).values():
+            replayed = replay_conversation(stack, conversation)
+            rows += replayed
+            for turn, row in zip(conversation, replayed, strict=True):
+                where = f"{turn.conversation_id}/{turn.turn_id}"
+                if row.matches is False:
+                    wrong.append(where)
+                    findings.append(f"{where} {turn.user_utterance!r}: {_turn_miss(turn, row)}")
+                if row.status != "final" or not row.final_reply:
+                    silent.append(where)
+                    findings.append(f"{where}: no reply shown (status {row.status})")
+                if row.fallback_used != bool(turn.expected_fallback):
+                    fell.append((where, row))
+                    findings.append(f"{where}: {_fallback_miss(row)}")
+    generated, fallbacks = sum(row.uses_model for row in rows), sum(row.fallback_used for row in rows)
     detail = f"{len(rows) - len(wrong)} of {len(rows)} turns match"
     if wrong:
         detail += f"; not: {', '.join(wrong[:5])}"
     detail += "; every turn got a reply" if not silent else f"; no reply shown: {', '.join(silent[:5])}"
-    return Check(name, not wrong and not silent and bool(rows), detail)
+    if fell:
+        unexpected = [where for where, row in fell if row.fallback_used]
+        missing = [where for where, row in fell if not row.fallback_used]
+        detail += f"; replaced by the fallback: {', '.join(unexpected[:5])}" if unexpected else ""
+        detail += f"; shown, though expected_fallback is true: {', '.join(missing[:5])}" if missing else ""
+    else:
+        detail += f"; {generated} generated, {fallbacks or 'none'} replaced by the fallback"
+        detail += " (as expected_fallback says)" if fallbacks else ""
+    return Check(name, not wrong and not silent and not fell and bool(rows), detail, tuple(findings))
+
+
+def _turn_miss(turn: ScriptedTurn, row: ReplayedTurn) -> str:
+    """What a scripted turn expected that it did not get: the action, and each slot that differs."""
+    parts = []
+    if row.action_matches is False:
+        parts.append(f"expected {turn.expected_action}, got {row.action}")
+    parts += [
+        f"expected {slot}={value}, got {row.slots[slot]}"
+        for slot, value in turn.expected_slots.items()
+        if row.slots[slot] != value
+    ]
+    return "; ".join(parts)
+
+
+def _fallback_miss(row: ReplayedTurn) -> str:
+    """Why a turn's fallback is a failure: the screens a generated reply failed, with its text (the
+    pack's own, worded by the template realizer), or a reply shown where the file expects the fallback."""
+    if not row.fallback_used:
+        return f"expected_fallback is true, but the {row.action} reply was shown"
+    screens = ", ".join(row.screens_fired) or "none"
+    return (
+        f"the {row.action} reply was replaced by the fixed fallback (screens fired: {screens}); "
+        f"its text fails them: {row.raw_reply!r}"
+    )
 
 
 def _topic_cases(pack: DomainPack, desk: Path) -> Check:
-    from devstack.evaluate import score_file
+    from devstack.evaluate import describe_miss, score_file
 
     name = "topic cases"
     files = sorted(desk.glob("topic_cases*.csv"))
     if not files:
         return Check(name, False, "topic_cases.csv is missing: a desk needs questions for its topics")
-    parts, ok = [], True
+    parts, ok, misses = [], True, []
     for path in files:
         report = score_file(path, pack)
-        ok &= report.share >= TOPIC_GOAL
+        ok &= (passed := report.share >= TOPIC_GOAL)
         parts.append(f"{path.name} {report.right} of {len(report.outcomes)} ({report.share:.0%})")
+        if not passed:
+            misses += [
+                f"{path.name}:{miss.case.line} ({miss.case.group}) {' '.join(miss.case.text.split())!r}: "
+                + describe_miss(miss)
+                for miss in report.misses
+            ]
     own = desk / "topic_cases.csv"
     if own.exists():
         outcomes = score_file(own, pack).outcomes
@@ -371,7 +552,9 @@ def _topic_cases(pack: DomainPack, desk: Path) -> Check:
     if unused := unnamed_rows(pack):
         ok = False
         parts.append(f"handbook rows no topic or fact_rows entry names: {', '.join(unused)}")
-    return Check(name, ok, f"goal {TOPIC_GOAL:.0%}: " + "; ".join(parts))
+    if misses:
+        parts.append(f"missed: {_first_of(misses)}")
+    return Check(name, ok, f"goal {TOPIC_GOAL:.0%}: " + "; ".join(parts), tuple(misses))
 
 
 def untested_groups(pack: DomainPack, groups: set[str]) -> list[str]:
@@ -417,15 +600,13 @@ def _floor(pack: DomainPack, desk: Path) -> Check:
 
 
 def _domain_words(pack: DomainPack, desk: Path, root: Path) -> Check:
-    found = find_words(word_pattern(domain_words(pack, desk.name)), code_files(root), root)
+    found = find_code_words(word_pattern(domain_words(pack, desk.name)), code_files(root), root)
     others = other_desks(desk, root)
     names = set().union(*(desk_names(other, folder) for folder, other in others.items())) if others else set()
     in_pack = find_words(word_pattern(names), pack_files(desk), desk) if names else []
-    problems = [f"code names this desk: {hit}" for hit in found[:3]] + [
-        f"names another desk: {hit}" for hit in in_pack[:3]
-    ]
-    detail = "; ".join(problems) or f"no shared code names this desk; no file names any of {len(others)} other desks"
-    return Check("domain words", not problems, detail)
+    problems = [f"code names this desk: {hit}" for hit in found] + [f"names another desk: {hit}" for hit in in_pack]
+    detail = f"no shared code names this desk; no file names any of {len(others)} other desks"
+    return Check("domain words", not problems, _first_of(problems) if problems else detail, tuple(problems))
 
 
 def _gates(pack: DomainPack, samples: int) -> Check:
@@ -442,12 +623,24 @@ def _examples(pack: DomainPack, desk: Path) -> Check:
         return Check("examples", None, "no examples.toml: the desk reads turns by its rules")
     held_out, leaked = leaked_examples(pack, desk)
     if not held_out:
-        return Check("examples", None, "no held-out sets under eval/ to check the examples against")
-    return Check("examples", not leaked, f"{len(leaked)} of {held_out} held-out texts are examples")
+        return Check("examples", None, f"no held-out sets ({HELD_OUT}, here or in eval/) to check the examples against")
+    if not leaked:
+        return Check("examples", True, f"none of {held_out} held-out texts is an example")
+    detail = f"{len(leaked)} of {held_out} held-out texts are examples; take each out of examples.toml: "
+    return Check("examples", False, detail + _first_of(leaked), tuple(map(str, leaked)))
 
 
-def check_pack(desk: Path, *, profile: str | None = None, gate_samples: int = 300, root: Path = ROOT) -> list[Check]:
-    """Run every check on the pack in `desk`; `profile` overrides its understanding profile."""
+def check_pack(
+    desk: Path,
+    *,
+    profile: str | None = None,
+    gate_samples: int = 300,
+    root: Path = ROOT,
+    only: Collection[str] | None = None,
+) -> list[Check]:
+    """Run every check on the pack in `desk` (`only`: those named, after `loads`); `profile` overrides
+    its understanding profile; `root` is the repository whose code and other desks the domain-word
+    check reads."""
     try:
         pack = load_pack(desk, profile=profile)
         other = load_pack(desk, profile="desk" if pack.understanding_profile == "lesson" else "lesson")
@@ -470,7 +663,11 @@ def check_pack(desk: Path, *, profile: str | None = None, gate_samples: int = 30
         ("word gates", lambda: _gates(pack, gate_samples)),
         ("examples", lambda: _examples(pack, desk)),
     ]
+    if only is not None and (unknown := set(only) - {name for name, _ in runs}):
+        raise ValueError(f"no check is called {sorted(unknown)}")
     for name, run in runs:
+        if only is not None and name not in only:
+            continue
         try:
             checks.append(run())
         except (PackError, AssertionError, ValueError) as error:
@@ -484,6 +681,16 @@ def check_table(desk: Path, checks: Sequence[Check]) -> str:
     verdict = {True: "pass", False: "FAIL", None: "skip"}
     return format_table(f"Checks of the pack in {desk}", ["Check", "Result", "Found"],
                         [[check.name, verdict[check.passed], check.detail] for check in checks])  # fmt: skip
+
+
+def check_findings(checks: Sequence[Check]) -> str:
+    """What each failed check found, in full, under its name: the lines to print under the table."""
+    parts = [
+        "\n".join([f"{check.name}: what failed", *(f"  {finding}" for finding in check.findings)])
+        for check in checks
+        if check.passed is False and check.findings
+    ]
+    return "\n\n".join(parts)
 
 
 def new_pack(name: str, directory: Path) -> Path:

@@ -30,8 +30,9 @@ from dialogue.pack import DomainPack, load_pack  # noqa: E402
 GRID = {
     "min_score": (0.3, 0.4, 0.5, 0.6, 0.7),
     "min_margin": (0.03, 0.08, 0.15),
-    "screen_min_score": (0.6, 0.7, 1.0),
-    "inform_min_score": (0.0, 0.1, 0.2, 0.3),
+    "screen_min_score": (0.7, 1.0),
+    "inform_min_score": (0.0, 0.2),
+    "far_score": (0.0, 0.15, 0.25, 0.35),
 }
 BENIGN = ("benign", "benign_nonenglish")
 
@@ -55,27 +56,41 @@ def pack_for(desk: str, half: int, thresholds: dict[str, float], into: Path) -> 
     return load_pack(into, profile="desk")
 
 
+def with_thresholds(pack: DomainPack, thresholds: dict[str, float]) -> DomainPack:
+    """The fold's pack with other thresholds, keeping its built index (the thresholds do not change it)."""
+    assert pack.examples is not None
+    index = pack.example_index
+    copy = pack.model_copy(update={"examples": pack.examples.model_copy(update=thresholds)})
+    copy.__dict__["example_index"] = index
+    return copy
+
+
 def main(desk: str) -> None:
     root = draw_examples.DATA / desk
     lesson = load_pack(root, profile="lesson")
     files = [*sorted((root / "eval").glob("*_tune.csv")), root / "topic_cases.csv"]
     cases = [case for path in files for case in read_cases(path, lesson)]
+    # Conversations are never drawn from, so every fold scores them whole; single turns are scored in the
+    # fold whose examples were drawn from the other half.
+    talks = {case.conversation for case in cases if not case.conversation.startswith("line ")}
     results = []
-    for values in product(*GRID.values()):
-        thresholds = dict(zip(GRID, values, strict=True))
-        right: dict[str, int] = {}
-        rows: dict[str, int] = {}
-        for half in (0, 1):
-            with tempfile.TemporaryDirectory() as folder:
-                pack = pack_for(desk, half, thresholds, Path(folder))
-                for outcome in evaluate([case for case in cases if fold(case.text) != half], pack):
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+        folds = [pack_for(desk, half, {}, Path(folder)) for half, folder in enumerate((first, second))]
+        for values in product(*GRID.values()):
+            thresholds = dict(zip(GRID, values, strict=True))
+            right: dict[str, int] = {}
+            rows: dict[str, int] = {}
+            for half in (0, 1):
+                pack = with_thresholds(folds[half], thresholds)
+                chosen = [case for case in cases if case.conversation in talks or fold(case.text) != half]
+                for outcome in evaluate(chosen, pack):
                     group = outcome.case.group
                     rows[group] = rows.get(group, 0) + 1
                     right[group] = right.get(group, 0) + outcome.right
-        shares = {group: right[group] / rows[group] for group in rows}
-        benign = min(shares.get(group, 1.0) for group in BENIGN)
-        mean = sum(shares.values()) / len(shares)
-        results.append((benign >= 0.99, mean, thresholds))
+            shares = {group: right[group] / rows[group] for group in rows}
+            benign = min(shares.get(group, 1.0) for group in BENIGN)
+            mean = sum(shares.values()) / len(shares)
+            results.append((benign >= 0.99, mean, thresholds))
     results.sort(key=lambda result: (result[0], result[1]))
     for allowed, mean, thresholds in results:
         print(f"{mean:.4f} {'ok' if allowed else 'refuses benign'} {thresholds}")

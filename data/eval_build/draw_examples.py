@@ -3,11 +3,14 @@
     python data/eval_build/draw_examples.py riverton
 
 Topic questions come from the desk's `topic_cases.csv` (rows answered with `inform`) and from the
-tuning part of its chatbot set (rows with an `expected_topic`); turns for a person from the tuning part
-of the person-request set; injections from the tuning part of the injection set; everything else those
-tuning parts hold (other desks' questions, benign public text, "are you a bot?" look-alikes, statements
-about nothing the desk does) is `other`. The held-out parts (`*_heldout.csv`) are never read, and
-tests/unit/test_examples.py checks that none of their text is in an examples file. The slot-value
+tuning parts of its chatbot sets (rows with an `expected_topic`); turns for a person from the tuning
+parts of the person-request sets; injections and jailbreak prompts from the tuning parts of those sets;
+everything else those tuning parts hold (other desks' questions, other domains' requests, benign public
+text, "are you a bot?" look-alikes, statements about nothing the desk does) is `other`. Conversation
+files (with a `conversation_id`) are not drawn from: their turns mean what they mean in context. The
+held-out parts (`*_heldout*.csv`) are read for one thing only: a tuning text that a held-out part also
+holds (public sets repeat themselves) is left out, so that no held-out text is ever an example
+(tests/unit/test_examples.py checks it). The slot-value
 examples and the thresholds are written by hand in `WRITTEN` below and kept when the file is drawn again.
 
 The file this writes is the desk's from then on: authors add to it by hand.
@@ -17,8 +20,13 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
+
+from dialogue.similarity import STOP_WORDS
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # a word as the examples' index reads one
 
 DATA = Path(__file__).resolve().parents[1]
 
@@ -26,12 +34,18 @@ DATA = Path(__file__).resolve().parents[1]
 # only, by choose_thresholds.py; slot values; which of the desk's intents are a person and the frame).
 WRITTEN: dict[str, dict[str, object]] = {
     "riverton": {
-        "thresholds": {"min_score": 0.6, "min_margin": 0.08, "screen_min_score": 1.0, "inform_min_score": 0.0},
+        "thresholds": {
+            "min_score": 0.6,
+            "min_margin": 0.08,
+            "screen_min_score": 1.0,
+            "inform_min_score": 0.0,
+            "far_score": 0.0,
+        },
         "person_intent": "human_request",
         "enroll_intent": "enrollment",
         "values": {
             "contact_channel": {
-                "phone": ["ring me", "give me a ring", "a call is best", "ring my mobile", "call my cell"],
+                "phone": ["give me a ring", "a call is best", "ring my mobile", "call my cell"],
                 "email": ["drop me a line in my inbox", "send it to my inbox", "write to my e-mail address"],
             },
             "childcare_needed": {
@@ -41,7 +55,13 @@ WRITTEN: dict[str, dict[str, object]] = {
         },
     },
     "harbourview_library": {
-        "thresholds": {"min_score": 0.6, "min_margin": 0.08, "screen_min_score": 1.0, "inform_min_score": 0.0},
+        "thresholds": {
+            "min_score": 0.6,
+            "min_margin": 0.08,
+            "screen_min_score": 1.0,
+            "inform_min_score": 0.0,
+            "far_score": 0.0,
+        },
         "person_intent": "human_request",
         "enroll_intent": "request_service",
         "values": {
@@ -51,9 +71,35 @@ WRITTEN: dict[str, dict[str, object]] = {
             },
         },
     },
+    # A desk with no eval folder of its own draws its attacks, other domains' turns and requests for a
+    # person from another desk's desk-independent public sets (`SHARED_SETS`), and its topics from its own
+    # topic cases.
+    "eastgate_bulky_waste": {
+        "thresholds": {
+            "min_score": 0.6,
+            "min_margin": 0.08,
+            "screen_min_score": 1.0,
+            "inform_min_score": 0.0,
+            "far_score": 0.0,
+        },
+        "person_intent": "human_request",
+        "enroll_intent": "request_collection",
+        "values": {},
+        "shared_from": "riverton",
+    },
 }
 
-THRESHOLDS = ("min_score", "min_margin", "screen_min_score", "inform_min_score")
+SHARED_SETS = (
+    "injections",
+    "jailbreaks_fresh",
+    "out_of_scope",
+    "other_domain_fresh",
+    "person_requests",
+    "person_fresh",
+)
+"""The public sets that are the same for every desk (SOURCES.md): what a desk without its own may draw."""
+
+THRESHOLDS = ("min_score", "min_margin", "screen_min_score", "inform_min_score", "far_score")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -61,9 +107,20 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+INJECTION_GROUPS = ("injection", "jailbreak", "harmful_request")
+PERSON_GROUPS = ("person_request",)
+
+
+def _held_out(root: Path) -> set[str]:
+    """Every held-out text of the desk, whitespace-collapsed and case-folded."""
+    paths = [*root.glob("*_heldout*.csv"), *(root / "eval").glob("*_heldout*.csv")]
+    return {" ".join(row["text"].split()).casefold() for path in paths for row in _rows(path)}
+
+
 def draw(desk: str) -> dict[str, object]:
     root = DATA / desk
     written = WRITTEN[desk]
+    held_out = _held_out(root)
     topics: dict[str, list[str]] = {}
     person: list[str] = []
     enroll: list[str] = []
@@ -72,7 +129,10 @@ def draw(desk: str) -> dict[str, object]:
 
     def add(bucket: list[str], text: str) -> None:
         text = " ".join(text.split())
-        if text and text not in bucket:
+        words = set(_WORD.findall(text.casefold()))
+        if (
+            words - STOP_WORDS and text not in bucket and text.casefold() not in held_out
+        ):  # "Yes please." matches nothing
             bucket.append(text)
 
     for row in _rows(root / "topic_cases.csv"):
@@ -81,12 +141,23 @@ def draw(desk: str) -> dict[str, object]:
             add(topics.setdefault(row["topic"], []), row["text"])
         elif action.startswith("request") or action == "confirm":
             add(enroll, row["text"])
-    for path in sorted((root / "eval").glob("*_tune.csv")):
-        for row in _rows(path):
+    shared = written.get("shared_from")
+    tuning = (
+        [DATA / str(shared) / "eval" / f"{name}_tune.csv" for name in SHARED_SETS]
+        if shared
+        else sorted((root / "eval").glob("*_tune.csv"))
+    )
+    if shared:
+        held_out |= _held_out(DATA / str(shared))
+    for path in tuning:
+        rows = _rows(path)
+        if rows and "conversation_id" in rows[0]:
+            continue
+        for row in rows:
             group, action, text = row.get("group", ""), row.get("expected_action", ""), row["text"]
-            if group == "injection":
+            if group in INJECTION_GROUPS:
                 add(injections, text)
-            elif group == "person_request":
+            elif group in PERSON_GROUPS:
                 add(person, text)
             elif action == "inform" and row.get("expected_topic"):
                 add(topics.setdefault(row["expected_topic"], []), text)
@@ -97,7 +168,10 @@ def draw(desk: str) -> dict[str, object]:
         "topics": topics,
         "intents": {written["person_intent"]: person, written["enroll_intent"]: enroll},
         "screens": {"injection": injections},
-        "values": written["values"],
+        "values": {
+            slot: {value: [t for t in texts if t.casefold() not in held_out] for value, texts in values.items()}
+            for slot, values in written["values"].items()  # type: ignore[attr-defined]
+        },
         "other": other,
     }
 

@@ -83,6 +83,12 @@ def test_bad_labels_are_named_by_line(tmp_path: Path, row: str, message: str | N
     assert "line 2" in str(raised.value)
 
 
+def test_a_scripted_turns_files_fallback_column_is_read_past(tmp_path: Path) -> None:
+    header = "user_utterance,expected_action,expected_fallback"
+    cases = _write(tmp_path / "turns.csv", header, "Email is best.,confirm,true")
+    assert [case.text for case in read_cases(cases, get_pack(RIVERTON))] == ["Email is best."]
+
+
 def test_a_misspelt_column_is_an_error_not_a_silent_pass(tmp_path: Path) -> None:
     cases = _write(tmp_path / "typo.csv", "text,expected_programme", "Forklift please,forklift")
     with pytest.raises(EvalError, match="expected_programme"):

@@ -46,7 +46,7 @@ def test_the_library_asks_for_each_of_its_slots_in_turn() -> None:
     pack = load_pack(DATA / "harbourview_library")
     assert pack.actions == (
         Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF, Action.CLARIFY, Action("request_program"),
-        Action("request_visit_part_of_day"), Action("request_contact"), Action.CONFIRM, Action.INFORM,
+        Action("request_visit_part_of_day"), Action("request_contact"), Action.CONFIRM, Action.INFORM, Action.NEXT_STEP,
     )  # fmt: skip
     state = DialogueState.new(pack.frame)
     asked = []
@@ -175,6 +175,7 @@ def test_a_waiting_question_is_kept_as_its_topics_name() -> None:
     assert state.model_dump() == {
         "slots": {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "unknown"},
         "waiting_topic": "schedule",
+        "asked": "request_program",
     }
 
 

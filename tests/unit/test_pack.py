@@ -172,6 +172,20 @@ def test_scripted_expectations_are_the_frames_slots(tmp_path: Path, pack: Domain
         read_scripted_turns(turns)
 
 
+def test_scripted_turns_may_say_whether_the_fallback_answers(tmp_path: Path, pack: DomainPack) -> None:
+    turns = tmp_path / "turns.csv"
+    turns.write_text(
+        "conversation_id,turn_id,user_utterance,expected_contact_channel,expected_fallback\n"
+        "C1,1,Hello,email,true\nC1,2,Hi,,false\nC1,3,Hey,, \n"
+    )
+    read = read_scripted_turns(turns, pack.frame)
+    assert [turn.expected_fallback for turn in read] == [True, False, None]
+    assert read[0].expected_slots == {"contact_channel": "email"}
+    turns.write_text("conversation_id,turn_id,user_utterance,expected_fallback\nC1,1,Hello,sometimes\n")
+    with pytest.raises(PackError, match=r"line 2: field expected_fallback"):
+        read_scripted_turns(turns, pack.frame)
+
+
 def test_missing_pack_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PackError, match=r"domain\.toml: cannot be read"):
         load_pack(tmp_path)

@@ -11,7 +11,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-_FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "clarify", "confirm", "inform")
+_FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "clarify", "confirm", "inform", "next_step")
 _REQUEST = re.compile(r"request_[a-z][a-z0-9_]{0,31}")
 ACTION_PATTERN = rf"^(?:{'|'.join(_FIXED_NAMES)}|{_REQUEST.pattern})$"
 """Every action's name: one of the fixed six, or `request_<name>`, a desk's request for one slot."""
@@ -26,7 +26,9 @@ class _ActionType(type):
 
 class Action(str, metaclass=_ActionType):
     """Everything the policy can do: refuse, abstain and hand off, hand off, clarify (a correction it
-    could not read: fixed text, never the old value confirmed), confirm, inform, and one request action
+    could not read: fixed text, never the old value confirmed), confirm, inform, next_step (after the
+    confirmation, a turn that changes and asks nothing: fixed text on what happens next, never the
+    confirmation again), and one request action
     per slot the desk asks for, which the desk names (`request_program` and
     `request_contact` in the seed's desk). There is no approve action, by design, and no name outside
     ACTION_PATTERN. Each name has one instance, so `is` compares actions as an enum's members would."""
@@ -42,6 +44,7 @@ class Action(str, metaclass=_ActionType):
     REQUEST_CONTACT: ClassVar[Action]
     CONFIRM: ClassVar[Action]
     INFORM: ClassVar[Action]
+    NEXT_STEP: ClassVar[Action]
 
     def __new__(cls, value: object) -> Action:
         if isinstance(value, Action):
@@ -51,7 +54,8 @@ class Action(str, metaclass=_ActionType):
             return known
         if not isinstance(value, str) or not (value in _FIXED_NAMES or _REQUEST.fullmatch(value)):
             raise ValueError(
-                "names no action: refuse, abstain_hand_off, hand_off, clarify, confirm, inform or request_<slot>"
+                "names no action: refuse, abstain_hand_off, hand_off, clarify, confirm, inform, next_step"
+                " or request_<slot>"
             )
         made = super().__new__(cls, value)
         cls._known[str(made)] = made
@@ -102,6 +106,7 @@ Action.HAND_OFF = Action("hand_off")
 Action.CLARIFY = Action("clarify")
 Action.CONFIRM = Action("confirm")
 Action.INFORM = Action("inform")
+Action.NEXT_STEP = Action("next_step")
 # The seed's desk names its two request actions so; the core never branches on them.
 Action.REQUEST_PROGRAM = Action("request_program")
 Action.REQUEST_CONTACT = Action("request_contact")
@@ -113,6 +118,7 @@ FIXED_ACTIONS = (
     Action.CLARIFY,
     Action.CONFIRM,
     Action.INFORM,
+    Action.NEXT_STEP,
 )
 """The actions of every desk; each desk adds a request action per slot it asks for."""
 

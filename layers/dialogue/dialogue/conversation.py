@@ -95,11 +95,12 @@ def take_turn(
         if answered is None:
             raise TurnLimitReached()
         return answered
-    understanding = understand(text, pack)
-    # Read under today's pack: a slot value or waiting topic a pack change removed reads as unknown or none.
+    # Read under today's pack: a slot value, waiting topic or question a pack change removed reads as unknown
+    # or none.
     waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
-    current, unreadable = DialogueState.read_stored(pack.frame, before.state.slots, waiting)
+    current, unreadable = DialogueState.read_stored(pack.frame, before.state.slots, waiting, before.state.asked)
     before = before.model_copy(update={"state": current})
+    understanding = understand(text, pack, current.asked)
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
     if uses_model and max_generated_per_hour is not None:
@@ -120,6 +121,7 @@ def take_turn(
         slots=dict(state.slots),
         action=action,
         topic=turn_topic(understanding, action, before.state),
+        asked=state.asked,
         reply_source=ReplySource.MODEL if uses_model else ReplySource.FIXED,
         status=TurnStatus.PENDING if uses_model else TurnStatus.FINAL,
         reply_screen=ReplyScreen.NOT_APPLICABLE,

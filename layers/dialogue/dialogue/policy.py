@@ -6,6 +6,11 @@ program is asked for, and a program the topic has no row for is abstained on); a
 that waited for the program, once a turn gives it (the desk profile; the state keeps its topic's
 name); clarify a correction that names nothing the rules read, once a slot holds a value (never
 confirm the old one); ask for the first missing slot; confirm. No branch approves anything.
+
+The desk profile also keeps what the desk asked last (`DialogueState.asked`): "start over" clears the
+slots and asks again from the first; once the desk has confirmed, a turn that changes no slot is not
+confirmed again: a "no" is asked what to change (clarify), anything else is told what happens next
+(next_step).
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ def _answer(state: DialogueState, topic: Topic | None, pack: DomainPack) -> Acti
     return Action.INFORM if topic.rows_for(state.get(pack.program_slot)) else Action.ABSTAIN_HAND_OFF
 
 
-def choose_action(state: DialogueState, understanding: Understanding, pack: DomainPack) -> Action:
-    """The next action; `state` is the state after the turn's slot updates."""
+def choose_action(
+    state: DialogueState, understanding: Understanding, pack: DomainPack, *, changed: bool = True
+) -> Action:
+    """The next action; `state` is the state after the turn's slot updates, `changed` whether they
+    changed a slot."""
     if understanding.must_refuse:
         return Action.REFUSE
     if understanding.route == "abstain":
@@ -49,6 +57,8 @@ def choose_action(state: DialogueState, understanding: Understanding, pack: Doma
     for slot in pack.frame.requested_slots:
         if not state.is_known(slot.name) and slot.request_action is not None:
             return slot.request_action
+    if state.confirmed and not changed and pack.understanding_profile is UnderstandingProfile.DESK:
+        return Action.CLARIFY if understanding.answer == "no" else Action.NEXT_STEP
     return Action.CONFIRM
 
 
@@ -80,9 +90,13 @@ def _waiting_after(state: DialogueState, understanding: Understanding, action: A
 
 
 def next_state(state: DialogueState, understanding: Understanding, pack: DomainPack) -> tuple[DialogueState, Action]:
-    """Apply the turn's updates, choose the action, and keep the old state when refusing."""
-    updated = state.with_updates(understanding.slot_updates)
-    action = choose_action(updated, understanding, pack)
+    """Apply the turn's updates ("start over" first clears every slot), choose the action, and keep the
+    old state when refusing. The state remembers what the desk asks with this action: a request's slot
+    or the confirmation (a turn that asks nothing new leaves the last question as it was)."""
+    base = DialogueState.new(pack.frame) if understanding.restart else state
+    updated = base.with_updates(understanding.slot_updates)
+    action = choose_action(updated, understanding, pack, changed=updated.slots != state.slots)
     if action is Action.REFUSE:
         return state, action
-    return updated.waiting_for(_waiting_after(updated, understanding, action, pack)), action
+    asked = str(action) if action.is_request or action is Action.CONFIRM else updated.asked
+    return updated.waiting_for(_waiting_after(updated, understanding, action, pack)).asking(asked), action

@@ -42,6 +42,8 @@ class TurnRecord(BaseModel):
     action: Action
     # The handbook topic a question asked about (a pack name), when it decided the action.
     topic: str | None = None
+    # What the desk asked with this turn's reply, or still waits for: a request action or `confirm`.
+    asked: str | None = None
     reply_source: ReplySource
     status: TurnStatus
     reply_screen: ReplyScreen

@@ -8,18 +8,27 @@ from pydantic import BaseModel, ConfigDict
 
 from dialogue.pack import UNKNOWN, Frame
 
+CONFIRM = "confirm"
+"""`asked` after the desk has read the choices back (the confirm action's name)."""
+
 
 class DialogueState(BaseModel):
     """An immutable record of slot values; updates return a new state.
 
     `waiting_topic` is a question asked before the slot its answer depends on was known ("when does it
     meet?" before a program was chosen), kept as its topic's name (a pack label, never the words), so
-    the turn that fills the slot answers it."""
+    the turn that fills the slot answers it.
+
+    `asked` is what the desk asked last: the request action of the slot it asked for, or `confirm` once
+    it has read the choices back (an action's name, never text). A short answer fills the slot just asked
+    ("the blue one", "by post", "yes"), and after the confirmation a turn that changes nothing is not
+    confirmed again."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     slots: dict[str, str]
     waiting_topic: str | None = None
+    asked: str | None = None
 
     @classmethod
     def new(cls, frame: Frame) -> DialogueState:
@@ -37,11 +46,12 @@ class DialogueState(BaseModel):
 
     @classmethod
     def read_stored(
-        cls, frame: Frame, slots: Mapping[str, str], waiting_topic: str | None = None
+        cls, frame: Frame, slots: Mapping[str, str], waiting_topic: str | None = None, asked: str | None = None
     ) -> tuple[DialogueState, tuple[str, ...]]:
         """A stored state read under today's frame, which a pack change may have altered since it was
         written: a slot the frame has gained starts unknown, one it has lost is dropped, and a value it no
-        longer allows reads as unknown. Returns the state and the slots read so (to count: never raises)."""
+        longer allows reads as unknown; a question the frame no longer asks reads as none asked. Returns the
+        state and the slots read so (to count: never raises)."""
         read, changed = {}, []
         for name in frame.slot_names:
             value = slots.get(name, UNKNOWN)
@@ -51,7 +61,9 @@ class DialogueState(BaseModel):
                 changed.append(name)
             read[name] = value
         changed += sorted(set(slots) - set(frame.slot_names))
-        return cls(slots=read, waiting_topic=waiting_topic), tuple(changed)
+        if asked != CONFIRM and asked not in {spec.request_action for spec in frame.requested_slots}:
+            asked = None
+        return cls(slots=read, waiting_topic=waiting_topic, asked=asked), tuple(changed)
 
     def get(self, slot: str) -> str:
         return self.slots[slot]
@@ -68,3 +80,16 @@ class DialogueState(BaseModel):
     def waiting_for(self, topic: str | None) -> DialogueState:
         """A new state whose waiting question is `topic` (None: no question waits)."""
         return self if topic == self.waiting_topic else self.model_copy(update={"waiting_topic": topic})
+
+    def asking(self, asked: str | None) -> DialogueState:
+        """A new state whose last question is `asked` (a request action's name, `confirm`, or None)."""
+        return self if asked == self.asked else self.model_copy(update={"asked": asked})
+
+    def asked_slot(self, frame: Frame) -> str | None:
+        """The slot the desk asked for last, if its last question asked for one."""
+        return next((spec.name for spec in frame.requested_slots if spec.request_action == self.asked), None)
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the desk's last question was the confirmation of the choices."""
+        return self.asked == CONFIRM

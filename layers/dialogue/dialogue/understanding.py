@@ -50,13 +50,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.normalize import normalize
-from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, ScreenRule, Topic
+from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, ScreenRule, Topic, UnderstandingProfile
 from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
+from dialogue.pack.lexicon import allowed_edits, within
 from dialogue.pack.schema import StatementRules
-from dialogue.similarity import Match
+from dialogue.similarity import STOP_WORDS, Match
+from dialogue.state import CONFIRM
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
 """Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
+
+Answer = Literal["yes", "no", "unsure"]
+"""A short answer to the desk's last question: yes, no, or "either" / "not sure"."""
 
 _WORD = re.compile(r"\w+")
 
@@ -78,6 +83,9 @@ class Understanding(BaseModel):
     topic: str | None = None
     # Whether the turn holds a correction marker ("sorry, I meant ...", "actually").
     correction: bool = False
+    # The desk profile: a short yes, no or "not sure" to the desk's last question, and "start over".
+    answer: Answer | None = None
+    restart: bool = False
 
     @property
     def must_refuse(self) -> bool:
@@ -186,6 +194,7 @@ class _Scope:
     marker_ends: list[int]
     word_starts: list[int]
     cue_live: list[bool]
+    any_cue: bool
 
     def __init__(self, text: str, patterns: CompiledPatterns, window: int) -> None:
         self.window = window
@@ -206,11 +215,15 @@ class _Scope:
         self.break_ends = [end for _, end in breaks]
         self.marker_ends = [match.end() for match in patterns.correction_marker.finditer(text)]
         self.word_starts = [match.start() for match in _WORD.finditer(text)]
-        # A cue in the scope of an earlier live cue is itself negated and cancels: "can't come
-        # without X" needs X. Cues are in text order, so one pass settles them all.
+        # A double-negation cue in the scope of an earlier live cue cancels it: "can't come without X"
+        # needs X. Any other cue negates as the first does: "no, I don't need X" is no. Cues are in text
+        # order, so one pass settles them all.
+        double = patterns.double_negation
         self.cue_live = []
-        for start, _ in cues:
-            self.cue_live.append(not self._cue_in_scope(start))
+        for start, end in cues:
+            cancels = double is not None and double.fullmatch(text, start, end) is not None
+            self.cue_live.append(not (cancels and self._cue_in_scope(start)))
+        self.any_cue = bool(cues) or bool(self.after_cue_starts)
 
     def _words(self, start: int, end: int) -> int:
         return bisect_left(self.word_starts, end) - bisect_left(self.word_starts, start)
@@ -240,6 +253,11 @@ class _Scope:
             after < len(self.after_cue_starts) and self._in_scope(end, self.after_cue_starts[after])
         )
 
+    def has_negation(self) -> bool:
+        """Whether the text holds any negation cue or after-cue at all."""
+        self._find()
+        return self.any_cue
+
     def last_marker_before(self, position: int) -> int | None:
         """The end of the last correction marker that ends at or before `position`."""
         self._find()
@@ -260,10 +278,14 @@ def _window(pack: DomainPack) -> int:
 def _mentions(text: str, pack: DomainPack, scope: _Scope) -> list[Mention]:
     taken: dict[str, list[tuple[int, int]]] = {}  # per slot, the spans already mentioned, sorted
     mentions: list[Mention] = []
+    benign = pack.compiled.benign
     for rule, pattern in pack.compiled.slot_rules:
         spans = taken.setdefault(rule.slot, [])
+        covered = [span.span() for name in rule.unless for span in benign[name].finditer(text)]
         for match in pattern.finditer(text):
             start, end = match.span()
+            if any(low <= start and end <= high for low, high in covered):
+                continue  # inside a benign exception: somebody else's, not a value said
             # Spans of one slot never overlap, so only the neighbours can overlap a new one.
             index = bisect_left(spans, (start, end))
             if (index > 0 and spans[index - 1][1] > start) or (index < len(spans) and spans[index][0] < end):
@@ -299,31 +321,362 @@ def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool, bool
     or not): a question that does is about the frame. A remembered-only slot ("last night", "my kid")
     does not make a question one; and whether it mentions any slot's value (a statement that does is
     on the frame's path)."""
-    scope = _Scope(text, pack.compiled, _window(pack))
-    mentions = _mentions(text, pack, scope)
+    read = _slots(text, pack, _Scope(text, pack.compiled, _window(pack)))
+    return read.updates, read.mentions_values, read.mentions_any
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """What one turn says of the slots."""
+
+    updates: dict[str, str]
+    mentions_values: bool  # a value of a slot the policy asks for is mentioned (agreeing or not)
+    mentions_any: bool  # any slot's value is mentioned
+    mentioned: frozenset[str]  # the slots mentioned at all, negated or disagreeing included
+
+
+def _slots(
+    text: str,
+    pack: DomainPack,
+    scope: _Scope,
+    words_for: frozenset[str] = frozenset(),
+    skip: tuple[int, int] = (0, 0),
+    *,
+    follow_rules: bool = False,
+    short: bool = False,
+) -> _Slots:
+    """Per slot, the value its mentions agree on. `words_for` names the slots whose values' own words
+    also count this turn ("the X one", a misspelt name), and with `follow_rules` so does every slot a rule
+    mentions (every slot, in a `short` turn a rule placed on the frame); a mention inside `skip` (a bare yes
+    or no read as an answer) does not count."""
+    mentions = [m for m in _mentions(text, pack, scope) if not (skip[0] <= m.start and m.end <= skip[1])]
+    ruled = frozenset(mention.slot for mention in mentions) if follow_rules else frozenset()
+    if ruled and short:  # a short turn a rule placed on the frame names its other values in its own words too
+        words_for = frozenset(pack.value_words)
+    # A value's own words (exact or misspelt) count for the slots asked of them, and for a slot a rule read,
+    # even negated ("not the X one, the Y one"); elsewhere the rules' own wording (and exceptions) decide.
+    chosen = words_for | ruled
+    if chosen:
+        found = _word_mentions(text, pack, scope, chosen, mentions)
+        mentions = sorted([*mentions, *found], key=lambda m: m.start)
     updates: dict[str, str] = {}
     for slot in pack.frame.slot_names:
         value = _settle([mention for mention in mentions if mention.slot == slot], scope)
         if value is not None:
             updates[slot] = value
     asked = {slot.name for slot in pack.frame.requested_slots}
-    return updates, any(mention.slot in asked for mention in mentions), bool(mentions)
+    return _Slots(
+        updates,
+        any(mention.slot in asked for mention in mentions),
+        bool(mentions),
+        frozenset(mention.slot for mention in mentions),
+    )
 
 
-def understand(text: str, pack: DomainPack) -> Understanding:
-    """Screen and read one turn. A screened turn yields no slot updates."""
+_LETTERS = re.compile(r"[^\W\d_]+")
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # a word as the examples' index reads one ("don't" is one)
+
+
+def _word_mentions(
+    text: str, pack: DomainPack, scope: _Scope, slots: frozenset[str], taken: list[Mention]
+) -> list[Mention]:
+    """Mentions of the values of `slots` by the words of their own names (`dialogue.pack.lexicon`), or by
+    those words misspelt by a letter or two ("forklfit", "emial"), but not inflected ("messages" is no
+    misspelt "message"). None where a rule of the slot already read that text or a benign exception its
+    rules yield to covers it."""
+    found: list[Mention] = []
+    lexicon = pack.value_words
+    benign = pack.compiled.benign
+    # The benign exceptions the slot's rules yield to hold for its values' words too ("dan's address").
+    covered = {
+        slot: [span.span() for rule, _ in pack.compiled.slot_rules if rule.slot == slot
+               for name in rule.unless for span in benign[name].finditer(text)]
+        for slot in slots
+    }  # fmt: skip
+    ruled = pack.value_words_ruled
+    for match in _LETTERS.finditer(text):
+        token, start, end = match.group(), match.start(), match.end()
+        for slot in slots:
+            if token in ruled.get(slot, ()):
+                continue  # a rule reads this word alone and did not here ("living room", "credit card")
+            words = lexicon.get(slot)
+            if not words or any(m.slot == slot and m.start < end and start < m.end for m in taken):
+                continue
+            if any(low <= start and end <= high for low, high in covered[slot]):
+                continue
+            value = words.get(token)
+            if value is None and len(token) >= 5:
+                near = {
+                    v
+                    for word, v in words.items()
+                    if word[0] == token[0]  # a typo rarely hits the first letter, and this skips most words
+                    and abs(len(word) - len(token)) <= 2
+                    and not _inflected(token, word)
+                    and within(token, word, min(allowed_edits(token), allowed_edits(word)))
+                }
+                value = near.pop() if len(near) == 1 else None
+            if value is not None:
+                negated = scope.negates(start, end)
+                found.append(Mention(slot, None if negated else value, start, end, negated))
+    return found
+
+
+def understand(text: str, pack: DomainPack, asked: str | None = None) -> Understanding:
+    """Screen and read one turn. A screened turn yields no slot updates.
+
+    `asked` is what the desk asked last (`DialogueState.asked`: a request action's name or `confirm`);
+    the desk profile reads a short answer as an answer to it. The lesson profile reads the turn alone."""
     normalized = normalize(text)
     patterns = pack.compiled
     injection = _screens(normalized, patterns.injection, patterns.benign)
     staff_only = _screens(normalized, patterns.staff_only, patterns.benign)
     screened = bool(injection or staff_only)
+    if pack.understanding_profile is UnderstandingProfile.DESK:
+        index = pack.example_index
+        found = index.match(normalized) if index is not None else None
+        examples = pack.examples or _NO_EXAMPLES
+        return _read_at_desk(normalized, pack, found, examples, asked, injection, staff_only)
     updates, mentions_values, mentions_any = ({}, False, False) if screened else _read_slots(normalized, pack)
     intent, route, question, topic = _route(
         normalized, pack, mentions_values=mentions_values, mentions_any=mentions_any, screened=screened
     )
-    reading = _Reading(intent, route, question, topic, updates, injection, staff_only)
-    if pack.example_index is not None and pack.examples is not None:
-        reading = _by_examples(reading, pack.example_index.match(normalized), pack, pack.examples)
+    if route in ("abstain", "hand_off"):
+        updates = {}  # a turn the desk does not take up changes no slot
+    return Understanding(
+        intent=intent,
+        route=route,
+        injection_screen=bool(injection),
+        privileged_request=bool(staff_only),
+        slot_updates=updates,
+        screens_fired=(*injection, *staff_only),
+        question=question,
+        topic=topic.name if topic else None,
+        correction=not screened and patterns.correction_marker.search(normalized) is not None,
+    )
+
+
+@dataclass
+class _Reading:
+    """A turn as the desk reads it, built up by `_read_at_desk`."""
+
+    intent: str
+    route: Route
+    question: bool
+    topic: Topic | None
+    updates: dict[str, str]
+    injection: list[str]
+    staff_only: list[str]
+    answer: Answer | None = None
+    restart: bool = False
+
+
+LONG_WORD = 6
+"""A value's word this long is read through a misspelling anywhere; a shorter one only as an answer."""
+
+SMALL_TALK_WORDS = 3
+"""A statement this short that names a value ("by post pls", "the blue one") is taken at its word."""
+
+_NO_EXAMPLES = ExampleSet(min_score=1.0, min_margin=1.0)
+"""A desk without examples.toml: no example is ever sure, and nothing is out of scope by distance alone."""
+
+
+def _sure(found: Match | None, examples: ExampleSet) -> tuple[str, str] | None:
+    """The nearest example's label as (kind, name) when it is sure (`min_score`, `min_margin`), else None."""
+    if found is None or found.score < examples.min_score or found.margin < examples.min_margin:
+        return None
+    kind, _, name = found.label.partition(":")
+    return kind, name
+
+
+def _read_at_desk(
+    text: str,
+    pack: DomainPack,
+    found: Match | None,
+    examples: ExampleSet,
+    asked: str | None,
+    injection: list[str],
+    staff_only: list[str],
+) -> Understanding:
+    """The desk profile's one reading of a turn: the rules as its floor, the desk's examples for intent,
+    topic and out of scope, and the question the desk asked last for short answers.
+
+    In order: a screen (a rule, or an example at `screen_min_score`, which 1.0 turns off) refuses and
+    reads nothing else. "Start over" restarts. A hand-off rule hands off. A question on a topic the desk
+    does not cover (by rule) is abstained on: the desk must not answer half of it. A short answer to the
+    desk's last question answers it ("the blue one", "by post", "yes", "not sure"). Then the examples, when
+    sure: a hand-off, a topic (for a question, or a statement that names no value), out of scope. Then
+    the rules' topic, a question nothing answers (abstained on), a turn that names values (the frame),
+    an example's value, a statement on the frame; anything else is about nothing the desk does and is
+    abstained on. A long turn the examples do not place on the desk is handed to staff.
+
+    Slots: what the rules read exactly binds: a value a rule read as negated or disagreeing is never set
+    by a later step (an example's value needs a turn with no negation at all and no rule mention of that
+    slot). A value's own words ("data", "forklfit") count for the slot just asked, in a correction, a
+    statement on the frame or a short turn. A turn the desk does not take up changes no slot.
+    """
+    compiled = pack.compiled
+    rules = pack.spec.understanding
+    unmatched = rules.questions.unmatched_intent
+    default = rules.default_intent.name
+    answers = compiled.answers
+    settings = rules.answers
+    words = _TOKEN.findall(text)
+    short = settings is not None and len(words) <= settings.max_words
+    screen_examples = (
+        found is not None
+        and found.label.startswith(f"{SCREEN}:")
+        and examples.screen_min_score < 1.0
+        and found.score >= examples.screen_min_score
+        and found.margin >= examples.min_margin
+    )
+    if not (injection or staff_only) and screen_examples:
+        assert found is not None
+        fired = [f"{found.label.partition(':')[2]}_examples"]
+        injection, staff_only = (fired, []) if found.label == f"{SCREEN}:injection" else ([], fired)
+    if injection or staff_only:
+        screened = _Reading(_classify(text, pack).name, "enroll", False, None, {}, injection, staff_only)
+        return _understanding(screened, text, pack, screened=True)
+
+    sure = _sure(found, examples)
+    kind, name = sure if sure is not None else ("", "")
+    asked_slot = next((slot.name for slot in pack.frame.requested_slots if slot.request_action == asked), None)
+    asked_spec = pack.frame.slot(asked_slot) if asked_slot is not None else None
+    yes_no_slot = asked_spec is not None and {"yes", "no"} <= set(asked_spec.values)
+    question = compiled.question.search(text) is not None
+    rule_topic = _topic(text, pack) if question else None
+    model_topic = pack.topic(name) if kind == TOPIC else None
+    intent = _classify(text, pack)
+
+    answer: Answer | None = None
+    skip = (0, 0)
+    if answers is not None and short:
+        for said, pattern in (("yes", answers.yes), ("no", answers.no)):
+            if (match := pattern.search(text)) is not None:
+                answer, skip = said, match.span()  # type: ignore[assignment]
+                break
+        if answer is None and asked_slot is not None and answers.unsure.search(text):
+            answer = "unsure"
+    restart = answers is not None and answers.restart.search(text) is not None
+
+    scope = _Scope(text, compiled, _window(pack))
+    on_a_topic = question and (rule_topic is not None or model_topic is not None)
+    # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
+    # very short turn ("the data one"), a statement about the frame or a correction, or a short turn once the
+    # desk has asked something; and (in `_slots`) every slot a rule read.
+    frame_words = not on_a_topic and (
+        len(words) <= SMALL_TALK_WORDS
+        or compiled.correction_marker.search(text) is not None
+        or (compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None)
+        or (short and asked is not None)
+    )
+    words_for = frozenset(pack.value_words) if frame_words else frozenset()
+    if asked_slot is not None and not on_a_topic:
+        words_for |= {asked_slot} & set(pack.value_words)
+    slots = _slots(text, pack, scope, words_for, skip, follow_rules=True, short=short and not on_a_topic)
+    updates = dict(slots.updates)
+    if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
+        assert asked_slot is not None
+        updates[asked_slot] = answer  # type: ignore[assignment]
+
+    def read_as(intent_name: str, route: Route, topic: Topic | None = None) -> Understanding:
+        kept = updates
+        if route == "inform":  # a question chooses its rows, not how to be asked the rest
+            chosen = {pack.program_slot, asked_slot}
+            requested = {slot.name for slot in pack.frame.requested_slots}
+            kept = {slot: value for slot, value in updates.items() if slot in chosen or slot not in requested}
+        read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart)
+        return _understanding(read, text, pack, screened=False)
+
+    long_turn = settings is not None and len(words) > settings.long_turn_words
+    if restart or not words:  # "start over"; a turn with no words at all is asked again
+        return read_as(default, "enroll")
+    if intent.route == "hand_off":
+        return read_as(intent.name, "hand_off", rule_topic)
+    if rule_topic is not None and not rule_topic.covered:
+        return read_as(rule_topic.intent_name, "abstain", rule_topic)
+    if long_turn and kind not in (TOPIC, INTENT, VALUE):
+        return read_as(rules.statements.unmatched_intent if rules.statements else unmatched, "abstain")
+    answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
+    nearest = found.label.partition(":")[0] if found is not None else ""
+    own_choice = not question and answers is not None and answers.itself.search(text) is not None
+    offering = _names_an_offering(text, pack)
+    elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
+    if (
+        slots.mentions_any
+        and nearest in (OTHER, SCREEN)
+        and not on_a_topic
+        and (elsewhere or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or offering))))
+    ):
+        # Nearest other desks' turns or attacks, and on none of the desk's topics: its values are about
+        # something else ("how can I track my wife's tablet?", "set the living room lights"), unless it is a
+        # short statement ("by post pls") or one of the resident's own ("I'd prefer a letter") that the examples
+        # do not place elsewhere for sure.
+        return read_as(rules.statements.unmatched_intent if rules.statements else unmatched, "abstain")
+    if not on_a_topic and (answered or (asked == CONFIRM and answer is not None)):
+        return read_as(default, "enroll")
+    if kind == INTENT and any(rule.name == name and rule.route == "hand_off" for rule in rules.intents):
+        return read_as(name, "hand_off")
+    if model_topic is not None and (question or not slots.mentions_any):
+        if not model_topic.covered:
+            return read_as(model_topic.intent_name, "abstain", model_topic)
+        if (found.score if found is not None else 0.0) >= examples.inform_min_score:
+            return read_as(model_topic.intent_name, "inform", model_topic)
+    if rule_topic is not None:
+        if kind == OTHER or (found.score if found is not None else 0.0) < examples.inform_min_score:
+            return read_as(unmatched, "abstain")
+        return read_as(rule_topic.intent_name, "inform", rule_topic)
+    if kind == VALUE and not slots.mentions_any and not scope.has_negation():
+        slot, _, value = name.partition(":")
+        updates[slot] = value  # "give me a ring": no rule read a value, and nothing negates this one
+        return read_as(default, "enroll")
+    about_the_frame = slots.mentioned & {pack.program_slot, asked_slot} or (asked is not None and slots.mentions_values)
+    if question and not about_the_frame:
+        # A question about none of the desk's topics is about the frame only when it names what the desk
+        # offers, or a value of what the desk asks once it has asked ("could you sign me up for X?", "what
+        # about by post?" after the confirmation); "can I get a new tablet?" at the start is not.
+        return read_as(unmatched, "abstain")
+    if slots.mentions_any:
+        return read_as(intent.name, "enroll")
+    off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
+    if kind == OTHER:
+        return read_as(off_desk, "abstain")
+    if kind == INTENT or asked == CONFIRM:  # after the confirmation, a statement is told what comes next
+        return read_as(intent.name, "enroll")
+    framed = compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None
+    content = [word for word in words if word not in STOP_WORDS]
+    # Far: less like every example than far_score, or sharing nothing with them in two words or more ("hmm"
+    # is asked again). A desk without examples knows no distance.
+    far = found.score < examples.far_score if found is not None else len(content) > 1 and pack.examples is not None
+    if content and not framed and far:
+        return read_as(off_desk, "abstain")  # far from everything the desk knows: out of scope
+    if content and not framed and nearest == OTHER and found is not None and found.margin >= examples.min_margin:
+        return read_as(off_desk, "abstain")  # nearest another desk's turn by a clear margin ("mute the music")
+    statements = rules.statements
+    if statements is None or _on_the_frame(text, pack, statements):
+        return read_as(intent.name, "enroll")
+    return read_as(statements.unmatched_intent, "abstain")
+
+
+def _inflected(token: str, word: str) -> bool:
+    """Whether `token` is `word` with a plain English ending ("messages", "replied" is not)."""
+    return token.startswith(word) and token[len(word) :] in ("s", "es", "d", "ed", "ing", "er", "ers")
+
+
+def _names_an_offering(text: str, pack: DomainPack) -> bool:
+    """Whether the text names one of the desk's offerings by a word of its own name, or a misspelling of a
+    long one ("forklfit"): such a statement is about this desk, whatever else it is near."""
+    words = pack.value_words.get(pack.program_slot, {})
+    return any(
+        token in words
+        or (
+            len(token) >= 5
+            and any(len(word) >= LONG_WORD and within(token, word, allowed_edits(word)) for word in words)
+        )
+        for token in _LETTERS.findall(text)
+    )
+
+
+def _understanding(reading: _Reading, text: str, pack: DomainPack, *, screened: bool) -> Understanding:
     if reading.route in ("abstain", "hand_off"):
         reading.updates = {}  # a turn the desk does not take up changes no slot
     return Understanding(
@@ -335,75 +688,7 @@ def understand(text: str, pack: DomainPack) -> Understanding:
         screens_fired=(*reading.injection, *reading.staff_only),
         question=reading.question,
         topic=reading.topic.name if reading.topic else None,
-        correction=not screened and patterns.correction_marker.search(normalized) is not None,
+        correction=not screened and pack.compiled.correction_marker.search(text) is not None,
+        answer=reading.answer,
+        restart=reading.restart,
     )
-
-
-@dataclass
-class _Reading:
-    """A turn as the rules read it, which the desk's examples may then amend."""
-
-    intent: str
-    route: Route
-    question: bool
-    topic: Topic | None
-    updates: dict[str, str]
-    injection: list[str]
-    staff_only: list[str]
-
-
-def _by_examples(reading: _Reading, found: Match | None, pack: DomainPack, examples: ExampleSet) -> _Reading:
-    """The rules' reading, amended by the nearest example where it is sure (`min_score`, `min_margin`).
-
-    The rules go first wherever they are exact: a screened turn stays refused, a hand-off stays one, a
-    topic a rule found keeps its rows, a slot value a rule read keeps it. The examples add what the
-    rules missed: a refusal (at `screen_min_score`), a hand-off, a topic for a question or statement no
-    rule placed, a slot value no rule read. A handbook answer needs the turn to be like some example
-    (`inform_min_score`), and is abstained on when the nearest examples are other desks' turns.
-    """
-    if reading.injection or reading.staff_only:
-        return reading
-    score = found.score if found else 0.0
-    if reading.route == "inform" and score < examples.inform_min_score:
-        return _abstain(reading, pack.spec.understanding.questions.unmatched_intent)
-    if found is None or found.score < examples.min_score or found.margin < examples.min_margin:
-        return reading
-    kind, _, name = found.label.partition(":")
-    if kind == SCREEN and found.score >= examples.screen_min_score:
-        fired = [f"{name}_examples"]
-        reading.updates = {}
-        if name == "injection":
-            reading.injection = fired
-        else:
-            reading.staff_only = fired
-        return reading
-    if reading.route == "hand_off":
-        return reading
-    if kind == INTENT:
-        rule = next(rule for rule in pack.spec.understanding.intents if rule.name == name)
-        if rule.route == "hand_off":
-            reading.intent, reading.route, reading.topic = rule.name, "hand_off", None
-        elif reading.route == "abstain" and reading.topic is None and not reading.question:
-            reading.intent, reading.route = rule.name, "enroll"  # a statement about the frame after all
-        return reading
-    unplaced = reading.topic is None and (reading.route == "abstain" or not reading.updates)
-    if kind == TOPIC and unplaced:
-        topic = pack.topic(name)
-        if topic is not None:
-            reading.intent, reading.topic, reading.question = topic.intent_name, topic, True
-            reading.route = "inform" if topic.covered else "abstain"
-        return reading
-    if kind == OTHER and reading.route == "inform":
-        return _abstain(reading, pack.spec.understanding.questions.unmatched_intent)
-    off_the_desk = reading.route == "abstain" and reading.topic is None
-    if kind == VALUE and (reading.route == "enroll" or off_the_desk):
-        slot, _, value = name.partition(":")
-        reading.updates.setdefault(slot, value)
-        if off_the_desk:  # a turn the rules placed nowhere gives a slot's value after all ("ring me?")
-            reading.intent, reading.route = pack.spec.understanding.default_intent.name, "enroll"
-    return reading
-
-
-def _abstain(reading: _Reading, intent: str) -> _Reading:
-    reading.intent, reading.route, reading.topic = intent, "abstain", None
-    return reading

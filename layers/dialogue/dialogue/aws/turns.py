@@ -75,6 +75,8 @@ class TurnItems(DynamoTable):
                 "slots": dict(record.state.slots),
                 # A question waiting for a slot, by its topic's name (a pack label), when one waits.
                 "waiting_topic": record.state.waiting_topic,
+                # What the desk asked last (a request action's name or `confirm`), when it asked something.
+                "asked": record.state.asked,
                 "version": record.version,
                 "turn_count": record.turn_count,
                 "created_at": stored_time(record.created_at),
@@ -129,7 +131,9 @@ class TurnItems(DynamoTable):
         plain = self._plain(response["Item"])
         return ConversationRecord(
             conversation_id=conversation_id,
-            state=DialogueState(slots=plain["slots"], waiting_topic=plain.get("waiting_topic")),
+            state=DialogueState(
+                slots=plain["slots"], waiting_topic=plain.get("waiting_topic"), asked=plain.get("asked")
+            ),
             version=int(plain["version"]),
             turn_count=int(plain["turn_count"]),
             created_at=plain["created_at"],

@@ -34,6 +34,17 @@ class CompiledDeskWords:
 
 
 @dataclass(frozen=True)
+class CompiledAnswers:
+    """The short answers' patterns (`[understanding.answers]`), compiled once."""
+
+    yes: re.Pattern[str]
+    no: re.Pattern[str]
+    unsure: re.Pattern[str]
+    restart: re.Pattern[str]
+    itself: re.Pattern[str]
+
+
+@dataclass(frozen=True)
 class CompiledPatterns:
     """Every regular expression of a pack, compiled once."""
 
@@ -48,7 +59,9 @@ class CompiledPatterns:
     negation_cue: re.Pattern[str]
     negation_after_cue: re.Pattern[str]
     scope_break: re.Pattern[str]
+    double_negation: re.Pattern[str] | None
     correction_marker: re.Pattern[str]
+    answers: CompiledAnswers | None
     program_aliases: Mapping[str, re.Pattern[str]]
     any_program_alias: re.Pattern[str] | None
     required: Mapping[Action, tuple[re.Pattern[str], ...]]
@@ -78,7 +91,21 @@ class CompiledPatterns:
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),
             scope_break=understanding(rules.negation.scope_break_pattern),
+            double_negation=(
+                understanding(rules.negation.double_negation_pattern)
+                if rules.negation.double_negation_pattern
+                else None
+            ),
             correction_marker=understanding(rules.corrections.marker_pattern),
+            answers=CompiledAnswers(
+                yes=understanding(rules.answers.yes_pattern),
+                no=understanding(rules.answers.no_pattern),
+                unsure=understanding(rules.answers.unsure_pattern),
+                restart=understanding(rules.answers.restart_pattern),
+                itself=understanding(rules.answers.self_pattern),
+            )
+            if rules.answers
+            else None,
             program_aliases={program.id: compile_pattern(program.reply_alias_pattern) for program in spec.programs},
             any_program_alias=_any_of([program.reply_alias_pattern for program in spec.programs]),
             required={

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from dialogue.actions import Action
 from dialogue.pack.compiled import CompiledPatterns
 from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
+from dialogue.pack.lexicon import value_words
 from dialogue.pack.schema import (
     UNKNOWN,
     ActionSpec,
@@ -25,6 +26,7 @@ from dialogue.pack.schema import (
 )
 
 if TYPE_CHECKING:
+    from dialogue.linear import LinearIndex
     from dialogue.similarity import ExampleIndex
 
 
@@ -37,6 +39,9 @@ class DomainPack(BaseModel):
     handbook: tuple[HandbookRow, ...]
     # `examples.toml`, where the desk has one.
     examples: ExampleSet | None = None
+    # `examples.weights.json` (a `dialogue.linear.LinearWeights`), where examples.toml says scorer = "linear";
+    # typed Any so this module never imports the scorer (the realizer's image ships the pack only).
+    example_weights: Any = None
     # The profile this process reads turns with: the pack's, unless the loader was told another.
     profile: UnderstandingProfile | None = None
 
@@ -45,12 +50,12 @@ class DomainPack(BaseModel):
         return self.profile or self.spec.understanding.profile
 
     @cached_property
-    def example_index(self) -> ExampleIndex | None:
-        """The examples' index, built on first use (a turn, or SnapStart's prime); None in the lesson
-        profile or without examples."""
+    def example_index(self) -> ExampleIndex | LinearIndex | None:
+        """The examples' index (the scorer examples.toml names), built on first use (a turn, or SnapStart's
+        prime); None in the lesson profile or without examples."""
         if self.examples is None or self.understanding_profile is not UnderstandingProfile.DESK:
             return None
-        return self.examples.build_index()
+        return self.examples.build_index(self.example_weights)
 
     @model_validator(mode="after")
     def _examples_name_the_pack(self) -> DomainPack:
@@ -162,3 +167,19 @@ class DomainPack(BaseModel):
     @cached_property
     def compiled(self) -> CompiledPatterns:
         return CompiledPatterns.from_spec(self.spec)
+
+    @cached_property
+    def value_words(self) -> Mapping[str, Mapping[str, str]]:
+        """Per slot, the words of its values' own names that name one value only (`dialogue.pack.lexicon`)."""
+        return value_words(self.spec)
+
+    @cached_property
+    def value_words_ruled(self) -> Mapping[str, frozenset[str]]:
+        """Per slot, those of its values' words that one of its rules reads when the word stands alone:
+        where the rules did not read such a word in a turn, they chose not to ("living room", "credit
+        card"), and the word alone does not overrule them."""
+        rules = self.compiled.slot_rules
+        return {
+            slot: frozenset(word for word in words if any(r.slot == slot and p.search(word) for r, p in rules))
+            for slot, words in self.value_words.items()
+        }

@@ -26,6 +26,20 @@ And how sure the nearest example must be before it counts (cosines, 0..1):
 - `inform_min_score`: an answer from the handbook needs the turn to be at least this close to some
   example of any label, or it is abstained on ("how much has the dow changed today" shares "how
   much" with the fees rule, and little else with the desk).
+- `far_score`: a statement that names no value, answers no question the desk asked and is less like
+  every example than this is out of scope ("mute the music"): abstained on, never asked for a slot. A
+  turn of function words alone ("ok", "hi there") is small talk, not out of scope.
+- `screen_min_score = 1.0` means no refusal from examples at all, whatever the rounding.
+
+And which scorer reads a turn against the examples:
+
+- `scorer = "nearest"` (the default): the nearest example (`dialogue.similarity.ExampleIndex`); the
+  thresholds above are cosines.
+- `scorer = "linear"`: a logistic regression over the same features, fitted offline with
+  `python -m devstack fit-examples DIR` into `examples.weights.json` beside this file
+  (`dialogue.linear.LinearIndex`); `score` is then the top label's probability and `margin` its lead
+  over the runner-up's, so the thresholds above are probabilities and need choosing again. The
+  weights record this file's sha256: after any change to it, fit again, or the pack fails to load.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 if TYPE_CHECKING:  # imported where used: the realizer's image ships the pack, not the scorer
+    from dialogue.linear import LinearIndex, LinearWeights
     from dialogue.similarity import ExampleIndex
 
 Example = Annotated[str, StringConstraints(min_length=1, max_length=1000, strip_whitespace=True)]
@@ -58,6 +73,8 @@ class ExampleSet(BaseModel):
     min_margin: Cosine
     screen_min_score: Cosine = 1.0
     inform_min_score: Cosine = 0.0
+    far_score: Cosine = 0.0
+    scorer: Literal["nearest", "linear"] = "nearest"
     topics: dict[Name, Examples] = Field(default_factory=dict)
     intents: dict[Name, Examples] = Field(default_factory=dict)
     screens: dict[ScreenKind, Examples] = Field(default_factory=dict)
@@ -81,7 +98,15 @@ class ExampleSet(BaseModel):
 
         ExampleIndex.check(self.labelled())
 
-    def build_index(self) -> ExampleIndex:
+    def build_index(self, weights: LinearWeights | None = None) -> ExampleIndex | LinearIndex:
+        """The scorer `scorer` names: the nearest example's index, or (for "linear") the index scored by
+        `weights`, which the loader reads from examples.weights.json; ValueError if they are missing."""
         from dialogue.similarity import ExampleIndex
 
+        if self.scorer == "linear":
+            from dialogue.linear import WEIGHTS_FILE, LinearIndex
+
+            if weights is None:
+                raise ValueError(f'scorer = "linear" needs {WEIGHTS_FILE}: run python -m devstack fit-examples DIR')
+            return LinearIndex.build(self.labelled(), weights)
         return ExampleIndex.build(self.labelled())

@@ -1,5 +1,6 @@
 """Loading a pack from its folder: `domain.toml`, `handbook.csv` and, where the desk has one,
-`examples.toml`, validated, once per process.
+`examples.toml` (with `examples.weights.json` where it names the linear scorer), validated, once per
+process.
 
 A malformed pack raises `PackError` naming the file and the row or entry at fault.
 """
@@ -23,6 +24,8 @@ PACK_DIR_ENV = "DOMAIN_PACK_DIR"
 PROFILE_ENV = "UNDERSTANDING_PROFILE"
 """The understanding profile of this process (lesson or desk); unset, each pack's own."""
 EXAMPLES_FILE = "examples.toml"
+WEIGHTS_FILE = "examples.weights.json"
+"""The linear scorer's weights, beside examples.toml (`dialogue.linear`; written by fit-examples)."""
 
 
 class PackError(ValueError):
@@ -120,6 +123,27 @@ def _read_examples(path: Path) -> ExampleSet | None:
         raise PackError(f"{path}, {describe(error)}") from None
 
 
+def _read_weights(root: Path, examples_file: Path) -> Any:
+    """The linear scorer's weights beside examples.toml, checked against its sha256 (a LinearWeights)."""
+    import hashlib
+
+    from dialogue.linear import LinearWeights, WeightsError
+
+    path = root / WEIGHTS_FILE
+    refit = f"run python -m devstack fit-examples {root}"
+    if not path.is_file():
+        raise PackError(f'{path}: missing; examples.toml says scorer = "linear": {refit}')
+    try:
+        weights = LinearWeights.read(path)
+    except OSError as error:
+        raise PackError(f"{path}: cannot be read ({error.strerror})") from None
+    except WeightsError as error:
+        raise PackError(f"{path}: {error}: {refit}") from None
+    if weights.examples_sha256 != hashlib.sha256(examples_file.read_bytes()).hexdigest():
+        raise PackError(f"{path}: {WEIGHTS_FILE} was fitted from another {EXAMPLES_FILE}: {refit}")
+    return weights
+
+
 def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfile | str | None = None) -> DomainPack:
     """Load and validate the pack in `directory`; `profile` overrides its understanding profile."""
     root = Path(directory)
@@ -130,6 +154,7 @@ def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfil
         raise PackError(f"{domain_file}, {describe(error)}") from None
     examples_file = root / EXAMPLES_FILE
     examples = _read_examples(examples_file)
+    weights = _read_weights(root, examples_file) if examples is not None and examples.scorer == "linear" else None
     handbook_file = root / "handbook.csv"
     handbook = read_csv_rows(handbook_file, HandbookRow)
     try:
@@ -137,7 +162,9 @@ def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfil
     except ValueError:
         raise PackError(f"{PROFILE_ENV} must be one of {[str(name) for name in UnderstandingProfile]}") from None
     try:
-        pack = DomainPack(spec=spec, handbook=tuple(handbook), examples=examples, profile=chosen)
+        pack = DomainPack(
+            spec=spec, handbook=tuple(handbook), examples=examples, example_weights=weights, profile=chosen
+        )
     except ValidationError as error:
         # A row id a table names but the handbook lacks is domain.toml's mistake; the rest are the handbook's.
         problem = describe(error)

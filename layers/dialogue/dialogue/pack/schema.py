@@ -217,21 +217,51 @@ class BenignException(_Strict):
 
 
 class SlotRule(_Strict):
-    """A mention of a slot value. A negated mention sets `negated_value`, or nothing when that is unset."""
+    """A mention of a slot value. A negated mention sets `negated_value`, or nothing when that is unset.
+    A match inside a match of a benign exception the rule names in `unless` is no mention at all
+    ("my boyfriend's address" names somebody else's address, not a way to be contacted)."""
 
     slot: Identifier
     value: Identifier
     pattern: UnderstandingPatternText
     negated_value: Identifier | None = None
+    unless: tuple[Identifier, ...] = ()
 
 
 class NegationRules(_Strict):
-    """When a mention is negated: a cue shortly before it or an after-cue shortly after, in one clause."""
+    """When a mention is negated: a cue shortly before it or an after-cue shortly after, in one clause.
+
+    Negation is scoped, not cancelling: a second cue in the first one's reach negates the same way ("no,
+    I don't need X" is no), unless it matches `double_negation_pattern` ("I can't come without X" needs
+    X: "without" in the reach of "can't" cancels it). Without that pattern no cue cancels another."""
 
     cue_pattern: UnderstandingPatternText
     after_cue_pattern: UnderstandingPatternText
     scope_break_pattern: UnderstandingPatternText
     window_words: Annotated[int, Field(ge=0, le=8)]
+    double_negation_pattern: UnderstandingPatternText | None = None
+
+
+class AnswerRules(_Strict):
+    """Short answers to the question the desk asked last (the desk profile reads them).
+
+    A turn of at most `max_words` words that starts with `yes_pattern` or `no_pattern` answers a yes/no
+    question: the slot just asked when it holds `yes` and `no`, else the confirmation (a "yes" to it
+    changes no slot). One that matches `unsure_pattern` ("either", "not sure") leaves the slot asked and
+    the desk asks again. `restart_pattern` anywhere in a turn ("start over") clears the slots.
+    `self_pattern` finds the resident speaking of themselves (see the field). A turn
+    longer than `long_turn_words` that is about nothing the desk does (a persona prompt, a story) sets
+    no slot and is handed to staff."""
+
+    yes_pattern: UnderstandingPatternText
+    no_pattern: UnderstandingPatternText
+    unsure_pattern: UnderstandingPatternText
+    restart_pattern: UnderstandingPatternText
+    # The resident speaking of themselves ("me", "my", "I'd"): a statement that names a value and does
+    # so is the resident's own choice, even where the nearest examples are other desks' turns.
+    self_pattern: UnderstandingPatternText
+    max_words: Annotated[int, Field(ge=1, le=12)] = 6
+    long_turn_words: Annotated[int, Field(ge=10, le=400)] = 40
 
 
 class CorrectionRules(_Strict):
@@ -260,6 +290,7 @@ class UnderstandingRules(_Strict):
     slot_rules: tuple[SlotRule, ...]
     negation: NegationRules
     corrections: CorrectionRules
+    answers: AnswerRules | None = None
 
     @field_validator("injection_rules", "staff_only_rules")
     @classmethod
@@ -503,7 +534,7 @@ class DomainSpec(_Strict):
         names = [exception.name for exception in rules.benign_exceptions]
         if len(set(names)) != len(names):
             raise ValueError(f"{located('understanding.benign_exceptions', field='name')}: names must be unique")
-        for table in ("injection_rules", "staff_only_rules", "intents"):
+        for table in ("injection_rules", "staff_only_rules", "intents", "slot_rules"):
             for index, rule in enumerate(getattr(rules, table)):
                 if unknown := sorted(set(rule.unless) - set(names)):
                     where = located(f"understanding.{table}", index, "unless")

@@ -1,7 +1,9 @@
 """Scripted conversations: turns to replay, with what each should give where the file says.
 
 A scripted-turn CSV holds `conversation_id`, `turn_id` and `user_utterance`, and optionally
-`expected_action` and an `expected_<slot>` column for any slot of the frame. A blank cell expects
+`expected_action`, an `expected_<slot>` column for any slot of the frame, and `expected_fallback`
+(`true` where the turn's generated reply is meant to be replaced by the fixed fallback, `false` where it
+must not be; `devstack check-pack` compares it, and reads a blank cell as `false`). A blank cell expects
 nothing. The columns are read from the file and checked against the frame: the code knows frames
 and slots, not the desk's.
 """
@@ -20,6 +22,8 @@ from dialogue.pack.loader import PackError, describe, read_csv_records
 from dialogue.pack.schema import Frame
 
 EXPECTED_PREFIX = "expected_"
+NOT_SLOTS = ("action", "fallback")
+"""The `expected_*` columns that name no slot: the action, and whether the fixed fallback answers."""
 _REQUIRED = ("conversation_id", "turn_id", "user_utterance")
 
 
@@ -32,6 +36,7 @@ class ScriptedTurn(BaseModel):
     turn_id: Annotated[int, Field(ge=1)]
     user_utterance: Annotated[str, StringConstraints(min_length=1)]
     expected_action: Action | None = None
+    expected_fallback: bool | None = None
     expected_slots: dict[str, str] = Field(default_factory=dict)
 
 
@@ -48,7 +53,7 @@ def read_scripted_turns(path: str | os.PathLike[str], frame: Frame | None = None
             f"unexpected {unknown}"
         )
     slots = [name.removeprefix(EXPECTED_PREFIX) for name in header if name.startswith(EXPECTED_PREFIX)]
-    slots = [slot for slot in slots if slot != "action"]
+    slots = [slot for slot in slots if slot not in NOT_SLOTS]
     if frame is not None and (strange := [slot for slot in slots if slot not in frame.slot_names]):
         raise PackError(f"{file}: expected_* columns name no slot of the frame: {strange}")
     turns: list[ScriptedTurn] = []
@@ -65,6 +70,7 @@ def read_scripted_turns(path: str | os.PathLike[str], frame: Frame | None = None
                     turn_id=record["turn_id"],  # type: ignore[arg-type]
                     user_utterance=record["user_utterance"],
                     expected_action=record.get("expected_action") or None,  # type: ignore[arg-type]
+                    expected_fallback=record.get("expected_fallback", "").strip() or None,  # type: ignore[arg-type]
                     expected_slots=expected,
                 )
             )
