@@ -599,13 +599,15 @@ def _read_at_desk(
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
     nearest = found.label.partition(":")[0] if found is not None else ""
     own_choice = not question and answers is not None and answers.itself.search(text) is not None
-    offering = _names_an_offering(text, pack)
     elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
     if (
         slots.mentions_any
         and nearest in (OTHER, SCREEN)
         and not on_a_topic
-        and (elsewhere or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or offering))))
+        and (
+            elsewhere
+            or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or _names_an_offering(text, pack))))
+        )
     ):
         # Nearest other desks' turns or attacks, and on none of the desk's topics: its values are about
         # something else ("how can I track my wife's tablet?", "set the living room lights"), unless it is a
@@ -670,7 +672,13 @@ def _names_an_offering(text: str, pack: DomainPack) -> bool:
         token in words
         or (
             len(token) >= 5
-            and any(len(word) >= LONG_WORD and within(token, word, allowed_edits(word)) for word in words)
+            and any(
+                len(word) >= LONG_WORD
+                and word[0] == token[0]
+                and abs(len(word) - len(token)) <= 2
+                and within(token, word, allowed_edits(word))
+                for word in words
+            )
         )
         for token in _LETTERS.findall(text)
     )
