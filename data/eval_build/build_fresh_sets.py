@@ -18,20 +18,21 @@ dropped. Split: held out when int(sha256(text).hexdigest(), 16) % 5 < 3, else tu
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
 import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
 import yaml
 
-MIRROR = Path("/work/.mirror")
-ROOT = Path(__file__).resolve().parents[2]
-OUT = {"riverton": ROOT / "data/riverton/eval", "harbourview_library": ROOT / "data/harbourview_library/eval"}
-SLOT = {"riverton": "program", "harbourview_library": "service"}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The first sets' builder's pieces that are the same here: where sets go, the split, the row labels, writing.
+from build_eval_sets import MIRROR, OUT, either, inform, sha, write
+from build_eval_sets import uncovered_topic as ut
 
 # repository -> commit read
 SOURCES = {
@@ -75,10 +76,6 @@ def ls(repo: str, path: str) -> list[str]:
         check=True,
     )
     return out.stdout.decode().split("\n")[:-1]
-
-
-def sha(text: str) -> int:
-    return int(hashlib.sha256(text.encode()).hexdigest(), 16)
 
 
 # ---------------------------------------------------------------- parsing
@@ -134,18 +131,6 @@ def rasa_yaml(raw: str) -> list[tuple[str, str]]:
 U = ("abstain_hand_off|hand_off", "", "", "uncovered")
 OOS = ("abstain_hand_off|hand_off", "", "", "out_of_scope")
 SKIP = None
-
-
-def inform(topic: str, rows: str):
-    return ("inform", topic, rows, topic)
-
-
-def ut(topic: str):
-    return ("abstain_hand_off|hand_off", topic, "", "uncovered")
-
-
-def either(actions: str, group: str):
-    return (actions, "", "", group)
 
 
 PROGRAMS = inform("programs_offered", "H02")
@@ -640,24 +625,6 @@ def clean(rows, seen: set[str]):
             seen.add(key)
             kept.append((source, text, label))
     return kept, dropped
-
-
-def held_out(text: str) -> bool:
-    return int(hashlib.sha256(text.encode()).hexdigest(), 16) % 5 < 3
-
-
-def write(pack: str, name: str, rows) -> dict[str, int]:
-    header = ["source", "group", SLOT[pack], "text", "expected_action", "expected_topic", "expected_passage_ids"]
-    counts = {}
-    for part, keep in (("tune", False), ("heldout", True)):
-        chosen = [row for row in rows if held_out(row[1]) == keep]
-        with (OUT[pack] / f"{name}_{part}.csv").open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            for source, text, (action, topic, passages, group) in chosen:
-                writer.writerow([source, group, "unknown", text, action, topic, passages])
-        counts[part] = len(chosen)
-    return counts
 
 
 def main() -> None:
