@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from dialogue.actions import Action
 from dialogue.pack import DomainPack, get_pack
-from dialogue.state import CONFIRM
 from dialogue.understanding import find_mentions, understand
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -48,7 +48,7 @@ def _eval_texts(groups: tuple[str, ...]) -> tuple[str, ...]:
 def _questions(pack: DomainPack) -> list[str | None]:
     """Whatever the desk may have asked last: nothing, a request for each slot, the confirmation."""
     requests = [str(slot.request_action) for slot in pack.frame.requested_slots if slot.request_action]
-    return [None, *requests, CONFIRM]
+    return [None, *requests, str(Action.CONFIRM)]
 
 
 @pytest.mark.parametrize("desk", DESKS, ids=[desk.name for desk in DESKS])

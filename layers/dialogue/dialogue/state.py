@@ -6,10 +6,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from dialogue.actions import Action
 from dialogue.pack import UNKNOWN, Frame
-
-CONFIRM = "confirm"
-"""`asked` after the desk has read the choices back (the confirm action's name)."""
 
 
 class DialogueState(BaseModel):
@@ -61,7 +59,7 @@ class DialogueState(BaseModel):
                 changed.append(name)
             read[name] = value
         changed += sorted(set(slots) - set(frame.slot_names))
-        if asked != CONFIRM and asked not in {spec.request_action for spec in frame.requested_slots}:
+        if asked != Action.CONFIRM and asked not in frame.request_actions:
             asked = None
         return cls(slots=read, waiting_topic=waiting_topic, asked=asked), tuple(changed)
 
@@ -85,11 +83,7 @@ class DialogueState(BaseModel):
         """A new state whose last question is `asked` (a request action's name, `confirm`, or None)."""
         return self if asked == self.asked else self.model_copy(update={"asked": asked})
 
-    def asked_slot(self, frame: Frame) -> str | None:
-        """The slot the desk asked for last, if its last question asked for one."""
-        return next((spec.name for spec in frame.requested_slots if spec.request_action == self.asked), None)
-
     @property
     def confirmed(self) -> bool:
         """Whether the desk's last question was the confirmation of the choices."""
-        return self.asked == CONFIRM
+        return self.asked == Action.CONFIRM

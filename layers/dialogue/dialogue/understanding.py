@@ -9,12 +9,14 @@ this module knows only the mechanism:
 - Screens: a turn is an injection when any `injection_rules` pattern matches, a staff-only request
   when any `staff_only_rules` pattern matches, except where every match of the rule lies inside a
   match of a benign exception the rule names (`unless`). A screened turn yields no slot updates.
-- Mentions: every match of a slot rule is a mention of its value. Where two rules of one slot match
-  overlapping text, the earlier rule in the pack wins.
+- Mentions: every match of a slot rule is a mention of its value, unless it lies inside a match of a
+  benign exception the rule names (`unless`: "my boyfriend's email account"). Where two rules of one
+  slot match overlapping text, the earlier rule in the pack wins.
 - Negation: a mention is negated when a negation cue ends at most `window_words` words before it, or
   an after-cue starts at most that many words after it, with no scope break (punctuation, "but",
-  ...) in between. A cue that is itself in the scope of an earlier cue cancels instead ("I can't
-  come without childcare" needs it). A negated mention sets the rule's `negated_value` ("no
+  ...) in between. Negation is scoped, not cancelling: a second cue in the first one's scope negates
+  too ("no, I don't need X"), unless it matches the pack's `double_negation_pattern`, which cancels
+  ("I can't come without childcare" needs it). A negated mention sets the rule's `negated_value` ("no
   childcare" → no), or nothing when the rule has none ("don't call me" need not choose another
   channel).
 - Corrections: when a correction marker ("sorry, I meant", "actually", "scratch that") comes before
@@ -25,18 +27,18 @@ this module knows only the mechanism:
   mark, wh-words, "can I", "is there"...). A question's topic is the first topic the desk cannot
   answer whose pattern matches, else the first covered one, in pack order. A statement has no topic:
   it stays on the frame's path.
-- The route, in the policy's order: a question on an uncovered topic is abstained on; an intent
+- The route (the lesson profile), in the policy's order: a question on an uncovered topic is abstained on; an intent
   that asks for a person hands off; a question on a covered topic is informed; a question that
   matches no topic is abstained on, unless it mentions a value of a slot the policy asks for
   ("could you sign me up for ...?"); anything else fills the frame. A screened turn is refused and
   read as a statement. The intent recorded is the topic's (or the pack's unmatched-question intent)
   where a topic decides the route.
-- Examples (the desk profile only, `pack.example_index`): after the rules, the turn's nearest example
-  utterance (`dialogue.similarity`, labels from `examples.toml`) may amend their reading where it is
-  sure (`min_score`, `min_margin`) and the rules were not exact: a hand-off or a topic the rules missed,
-  a slot value no rule read, a handbook answer withdrawn when the turn is nearest other desks' turns.
-  What the rules read exactly (a screen, a hand-off, a topic's rows, a slot value) stands. The
-  lesson profile reads no examples. The index returns labels only; the text stays here.
+- The desk profile reads a turn once (`_read_at_desk`): the rules above as its floor, the question the
+  desk asked last for short answers (`[understanding.answers]`, a value's own words from
+  `dialogue.pack.lexicon`), and the turn's nearest example (`pack.example_index`, labels from
+  `examples.toml`) for hand-off, topic and out of scope; no later step sets a value the rules read as
+  negated or disagreeing. The lesson profile reads no examples and no short answers. The index returns
+  labels only; the text stays here.
 """
 
 from __future__ import annotations
@@ -49,13 +51,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from dialogue.actions import Action
 from dialogue.normalize import normalize
 from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, ScreenRule, Topic, UnderstandingProfile
 from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
-from dialogue.pack.lexicon import allowed_edits, within
+from dialogue.pack.lexicon import allowed_edits, misspells
 from dialogue.pack.schema import StatementRules
 from dialogue.similarity import STOP_WORDS, Match
-from dialogue.state import CONFIRM
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
 """Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
@@ -200,6 +202,19 @@ class _Scope:
         self.window = window
         self._text: str | None = text
         self._patterns = patterns
+        self._whole = text
+        self._exceptions: dict[str, list[tuple[int, int]]] = {}
+
+    def excepted(self, names: tuple[str, ...], start: int, end: int) -> bool:
+        """Whether text[start:end] lies wholly inside a match of one of the benign exceptions `names` (each
+        exception's matches found once per text, whichever rule or word asks)."""
+        for name in names:
+            spans = self._exceptions.get(name)
+            if spans is None:
+                spans = self._exceptions[name] = [m.span() for m in self._patterns.benign[name].finditer(self._whole)]
+            if any(low <= start and end <= high for low, high in spans):
+                return True
+        return False
 
     def _find(self) -> None:
         text = self._text
@@ -278,13 +293,11 @@ def _window(pack: DomainPack) -> int:
 def _mentions(text: str, pack: DomainPack, scope: _Scope) -> list[Mention]:
     taken: dict[str, list[tuple[int, int]]] = {}  # per slot, the spans already mentioned, sorted
     mentions: list[Mention] = []
-    benign = pack.compiled.benign
     for rule, pattern in pack.compiled.slot_rules:
         spans = taken.setdefault(rule.slot, [])
-        covered = [span.span() for name in rule.unless for span in benign[name].finditer(text)]
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(low <= start and end <= high for low, high in covered):
+            if rule.unless and scope.excepted(rule.unless, start, end):
                 continue  # inside a benign exception: somebody else's, not a value said
             # Spans of one slot never overlap, so only the neighbours can overlap a new one.
             index = bisect_left(spans, (start, end))
@@ -331,8 +344,12 @@ class _Slots:
 
     updates: dict[str, str]
     mentions_values: bool  # a value of a slot the policy asks for is mentioned (agreeing or not)
-    mentions_any: bool  # any slot's value is mentioned
     mentioned: frozenset[str]  # the slots mentioned at all, negated or disagreeing included
+
+    @property
+    def mentions_any(self) -> bool:
+        """Any slot's value is mentioned."""
+        return bool(self.mentioned)
 
 
 def _slots(
@@ -364,13 +381,9 @@ def _slots(
         value = _settle([mention for mention in mentions if mention.slot == slot], scope)
         if value is not None:
             updates[slot] = value
+    mentioned = frozenset(mention.slot for mention in mentions)
     asked = {slot.name for slot in pack.frame.requested_slots}
-    return _Slots(
-        updates,
-        any(mention.slot in asked for mention in mentions),
-        bool(mentions),
-        frozenset(mention.slot for mention in mentions),
-    )
+    return _Slots(updates, bool(mentioned & asked), mentioned)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -386,13 +399,9 @@ def _word_mentions(
     rules yield to covers it."""
     found: list[Mention] = []
     lexicon = pack.value_words
-    benign = pack.compiled.benign
     # The benign exceptions the slot's rules yield to hold for its values' words too ("dan's address").
-    covered = {
-        slot: [span.span() for rule, _ in pack.compiled.slot_rules if rule.slot == slot
-               for name in rule.unless for span in benign[name].finditer(text)]
-        for slot in slots
-    }  # fmt: skip
+    yields = {slot: tuple(name for rule, _ in pack.compiled.slot_rules if rule.slot == slot for name in rule.unless)
+              for slot in slots}  # fmt: skip
     ruled = pack.value_words_ruled
     for match in _LETTERS.finditer(text):
         token, start, end = match.group(), match.start(), match.end()
@@ -402,17 +411,15 @@ def _word_mentions(
             words = lexicon.get(slot)
             if not words or any(m.slot == slot and m.start < end and start < m.end for m in taken):
                 continue
-            if any(low <= start and end <= high for low, high in covered[slot]):
+            if scope.excepted(yields[slot], start, end):
                 continue
             value = words.get(token)
-            if value is None and len(token) >= 5:
+            if value is None:
                 near = {
                     v
                     for word, v in words.items()
-                    if word[0] == token[0]  # a typo rarely hits the first letter, and this skips most words
-                    and abs(len(word) - len(token)) <= 2
+                    if misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
                     and not _inflected(token, word)
-                    and within(token, word, min(allowed_edits(token), allowed_edits(word)))
                 }
                 value = near.pop() if len(near) == 1 else None
             if value is not None:
@@ -468,6 +475,7 @@ class _Reading:
     staff_only: list[str]
     answer: Answer | None = None
     restart: bool = False
+    correction: bool = False  # a correction marker, in a turn not screened
 
 
 LONG_WORD = 6
@@ -534,12 +542,11 @@ def _read_at_desk(
         fired = [f"{found.label.partition(':')[2]}_examples"]
         injection, staff_only = (fired, []) if found.label == f"{SCREEN}:injection" else ([], fired)
     if injection or staff_only:
-        screened = _Reading(_classify(text, pack).name, "enroll", False, None, {}, injection, staff_only)
-        return _understanding(screened, text, pack, screened=True)
+        return _understanding(_Reading(_classify(text, pack).name, "enroll", False, None, {}, injection, staff_only))
 
     sure = _sure(found, examples)
     kind, name = sure if sure is not None else ("", "")
-    asked_slot = next((slot.name for slot in pack.frame.requested_slots if slot.request_action == asked), None)
+    asked_slot = pack.frame.slot_asked_by(asked)
     asked_spec = pack.frame.slot(asked_slot) if asked_slot is not None else None
     yes_no_slot = asked_spec is not None and {"yes", "no"} <= set(asked_spec.values)
     question = compiled.question.search(text) is not None
@@ -560,14 +567,15 @@ def _read_at_desk(
 
     scope = _Scope(text, compiled, _window(pack))
     on_a_topic = question and (rule_topic is not None or model_topic is not None)
+    correction = compiled.correction_marker.search(text) is not None
+    framed = compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None
+    score = found.score if found is not None else 0.0
+    off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
     # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
     # very short turn ("the data one"), a statement about the frame or a correction, or a short turn once the
     # desk has asked something; and (in `_slots`) every slot a rule read.
     frame_words = not on_a_topic and (
-        len(words) <= SMALL_TALK_WORDS
-        or compiled.correction_marker.search(text) is not None
-        or (compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None)
-        or (short and asked is not None)
+        len(words) <= SMALL_TALK_WORDS or correction or framed or (short and asked is not None)
     )
     words_for = frozenset(pack.value_words) if frame_words else frozenset()
     if asked_slot is not None and not on_a_topic:
@@ -584,8 +592,8 @@ def _read_at_desk(
             chosen = {pack.program_slot, asked_slot}
             requested = {slot.name for slot in pack.frame.requested_slots}
             kept = {slot: value for slot, value in updates.items() if slot in chosen or slot not in requested}
-        read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart)
-        return _understanding(read, text, pack, screened=False)
+        read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart, correction)
+        return _understanding(read)
 
     long_turn = settings is not None and len(words) > settings.long_turn_words
     if restart or not words:  # "start over"; a turn with no words at all is asked again
@@ -595,7 +603,7 @@ def _read_at_desk(
     if rule_topic is not None and not rule_topic.covered:
         return read_as(rule_topic.intent_name, "abstain", rule_topic)
     if long_turn and kind not in (TOPIC, INTENT, VALUE):
-        return read_as(rules.statements.unmatched_intent if rules.statements else unmatched, "abstain")
+        return read_as(off_desk, "abstain")
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
     nearest = found.label.partition(":")[0] if found is not None else ""
     own_choice = not question and answers is not None and answers.itself.search(text) is not None
@@ -613,18 +621,18 @@ def _read_at_desk(
         # something else ("how can I track my wife's tablet?", "set the living room lights"), unless it is a
         # short statement ("by post pls") or one of the resident's own ("I'd prefer a letter") that the examples
         # do not place elsewhere for sure.
-        return read_as(rules.statements.unmatched_intent if rules.statements else unmatched, "abstain")
-    if not on_a_topic and (answered or (asked == CONFIRM and answer is not None)):
+        return read_as(off_desk, "abstain")
+    if not on_a_topic and (answered or (asked == Action.CONFIRM and answer is not None)):
         return read_as(default, "enroll")
     if kind == INTENT and any(rule.name == name and rule.route == "hand_off" for rule in rules.intents):
         return read_as(name, "hand_off")
     if model_topic is not None and (question or not slots.mentions_any):
         if not model_topic.covered:
             return read_as(model_topic.intent_name, "abstain", model_topic)
-        if (found.score if found is not None else 0.0) >= examples.inform_min_score:
+        if score >= examples.inform_min_score:
             return read_as(model_topic.intent_name, "inform", model_topic)
     if rule_topic is not None:
-        if kind == OTHER or (found.score if found is not None else 0.0) < examples.inform_min_score:
+        if kind == OTHER or score < examples.inform_min_score:
             return read_as(unmatched, "abstain")
         return read_as(rule_topic.intent_name, "inform", rule_topic)
     if kind == VALUE and not slots.mentions_any and not scope.has_negation():
@@ -639,12 +647,10 @@ def _read_at_desk(
         return read_as(unmatched, "abstain")
     if slots.mentions_any:
         return read_as(intent.name, "enroll")
-    off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
     if kind == OTHER:
         return read_as(off_desk, "abstain")
-    if kind == INTENT or asked == CONFIRM:  # after the confirmation, a statement is told what comes next
+    if kind == INTENT or asked == Action.CONFIRM:  # after the confirmation, a statement is told what comes next
         return read_as(intent.name, "enroll")
-    framed = compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None
     content = [word for word in words if word not in STOP_WORDS]
     # Far: less like every example than far_score, or sharing nothing with them in two words or more ("hmm"
     # is asked again). A desk without examples knows no distance.
@@ -669,22 +675,12 @@ def _names_an_offering(text: str, pack: DomainPack) -> bool:
     long one ("forklfit"): such a statement is about this desk, whatever else it is near."""
     words = pack.value_words.get(pack.program_slot, {})
     return any(
-        token in words
-        or (
-            len(token) >= 5
-            and any(
-                len(word) >= LONG_WORD
-                and word[0] == token[0]
-                and abs(len(word) - len(token)) <= 2
-                and within(token, word, allowed_edits(word))
-                for word in words
-            )
-        )
+        token in words or any(len(word) >= LONG_WORD and misspells(token, word, allowed_edits(word)) for word in words)
         for token in _LETTERS.findall(text)
     )
 
 
-def _understanding(reading: _Reading, text: str, pack: DomainPack, *, screened: bool) -> Understanding:
+def _understanding(reading: _Reading) -> Understanding:
     if reading.route in ("abstain", "hand_off"):
         reading.updates = {}  # a turn the desk does not take up changes no slot
     return Understanding(
@@ -696,7 +692,7 @@ def _understanding(reading: _Reading, text: str, pack: DomainPack, *, screened: 
         screens_fired=(*reading.injection, *reading.staff_only),
         question=reading.question,
         topic=reading.topic.name if reading.topic else None,
-        correction=not screened and pack.compiled.correction_marker.search(text) is not None,
+        correction=reading.correction,
         answer=reading.answer,
         restart=reading.restart,
     )

@@ -62,6 +62,12 @@ def allowed_edits(word: str) -> int:
     return 0 if len(word) < 5 else 1 if len(word) < 9 else 2
 
 
+def misspells(token: str, word: str, limit: int) -> bool:
+    """Whether `token` (five letters or more) is `word` misspelt within `limit` edits, its first letter kept:
+    a typo rarely hits the first letter, and the test skips most words at once."""
+    return len(token) >= 5 and token[0] == word[0] and within(token, word, limit)
+
+
 def within(word: str, known: str, limit: int) -> bool:
     """Whether `word` is at most `limit` edits (optimal string alignment) from `known`."""
     if abs(len(word) - len(known)) > limit:

@@ -104,6 +104,10 @@ class Frame(_Strict):
         """The actions that ask the resident for a slot."""
         return frozenset(spec.request_action for spec in self.slots if spec.request_action is not None)
 
+    def slot_asked_by(self, action: str | None) -> str | None:
+        """The slot a request action asks for (None for any other action, or none)."""
+        return next((spec.name for spec in self.slots if action is not None and spec.request_action == action), None)
+
 
 class Program(_Strict):
     id: Identifier
