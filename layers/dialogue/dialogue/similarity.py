@@ -65,10 +65,10 @@ from operator import mul
 
 from dialogue.normalize import normalize
 
-__all__ = ["BIGRAM_WEIGHT", "CHAR_WEIGHT", "STOP_WEIGHT", "STOP_WORDS", "WORD_WEIGHT", "ExampleIndex", "Match"]
+__all__ = ["BIGRAM_WEIGHT", "CHAR_WEIGHT", "STOP_WEIGHT", "STOP_WORDS", "WORD", "WORD_WEIGHT", "ExampleIndex", "Match"]
 
 # Words: runs of letters and digits, with inner apostrophes kept ("don't", "i'd").
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 # Kinds of feature, as a multiplier on their TF-IDF weight before normalization. Character n-grams
 # are many per word (12 for a five-letter word), so they weigh less each; together they still carry
@@ -135,7 +135,7 @@ def _sublinear(count: int) -> float:
 
 def _words_and_bigrams(normalized: str) -> tuple[dict[str, float], dict[str, float]]:
     """Each distinct word and each bigram (but those of two function words) with its sublinear tf."""
-    words = _WORD.findall(normalized)
+    words = WORD.findall(normalized)
     word_counts: dict[str, int] = {}
     for word in words:
         word_counts[word] = word_counts.get(word, 0) + 1

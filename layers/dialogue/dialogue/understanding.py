@@ -57,7 +57,7 @@ from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, 
 from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
 from dialogue.pack.lexicon import allowed_edits, misspells
 from dialogue.pack.schema import StatementRules
-from dialogue.similarity import STOP_WORDS, Match
+from dialogue.similarity import STOP_WORDS, WORD, Match
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
 """Where a turn sends the policy: abstain, hand off, inform from a topic's rows, or fill the frame."""
@@ -387,7 +387,6 @@ def _slots(
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
-_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # a word as the examples' index reads one ("don't" is one)
 
 
 def _word_mentions(
@@ -528,7 +527,7 @@ def _read_at_desk(
     default = rules.default_intent.name
     answers = compiled.answers
     settings = rules.answers
-    words = _TOKEN.findall(text)
+    words = WORD.findall(text)  # as the examples' index reads words ("don't" is one)
     short = settings is not None and len(words) <= settings.max_words
     screen_examples = (
         found is not None
