@@ -18,6 +18,7 @@ TURN_ROUTES = (
     ("GET", "/conversations/{conversation_id}/turns/{turn_id}"),
     ("GET", "/conversations/{conversation_id}/messages"),
     ("GET", "/conversations/{conversation_id}"),
+    ("POST", "/conversations/{conversation_id}/contact"),
 )
 """The turn API's routes (TurnApiFunction's events in template.yaml): public."""
 STAFF_ROUTES = (
@@ -32,6 +33,7 @@ STAFF_ROUTES = (
     ("POST", "/staff/reviews/{conversation_id}/{turn_id}/decision"),
     ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/reply"),
     ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/close"),
+    ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/contact"),
 )  # fmt: skip
 """The staff API's routes (StaffApiFunction's events): each behind the JWT authorizer."""
 ROUTES = TURN_ROUTES + STAFF_ROUTES

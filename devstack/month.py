@@ -19,13 +19,16 @@ a value the new pack does not have) while replies are in flight.
 
 Afterwards it checks what a desk needs to hold after a month: every turn is final; every chat shows
 every reply and staff message; each console tab's first page lists every open item; the statistics
-equal the decisions made; no draft was gone before its decision; and the audit verifies. It prints
-the figures. Nothing here is tuned to pass: a check that fails is a finding.
+equal the decisions made; no draft was gone before its decision; the review queue holds every held reply
+and only the shown replies drawn for a check, about the desk's rate of them (the draw's source is seeded
+from the plan, so a run repeats); and the audit verifies. It prints the figures. Nothing here is tuned
+to pass: a check that fails is a finding.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import random
 import shutil
 import tempfile
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.stack import AUDIT_BUCKET, TABLE_NAME, LocalStack, local_stack
+from dialogue.human_checks import use_draws
 from dialogue.pack import get_pack
 from dialogue.pack.schema import UNKNOWN
 
@@ -422,10 +426,11 @@ class _Month:
 
 
 def simulate_month(
-    plan: MonthPlan, pack: Path | None = None, progress: Callable[[str], None] | None = None
+    plan: MonthPlan, pack: Path | None = None, progress: Callable[[str], None] | None = None, engine: Any = None
 ) -> MonthReport:
     """Run the plan on a fresh local stack with a copy of the desk `pack` (default: data/packs.toml's),
-    which the pack change edits; the figures and the checks."""
+    which the pack change edits, and the realizer `engine` (default: the template's); the figures and the
+    checks."""
     import logging
     import os
 
@@ -442,7 +447,10 @@ def simulate_month(
         saved = os.environ.get("DOMAIN_PACK_DIR")
         os.environ["DOMAIN_PACK_DIR"] = str(pack_dir)
         try:
-            with local_stack(start=plan.start) as stack:
+            # The desk's draw of shown replies for a check, from its own seeded source: the residents' and
+            # staff's choices (self.rng) are the same whatever it draws.
+            draws = random.Random(f"checks-{plan.seed}")
+            with local_stack(start=plan.start, engine=engine) as stack, use_draws(draws.random):
                 month = _Month(stack, plan, pack_dir)
                 first_reads = None
                 for day in range(plan.days):
@@ -489,6 +497,48 @@ def _total(stack: LocalStack, name: str) -> int:
     return int(stack.metric_total(name))
 
 
+@dataclass(frozen=True)
+class ReviewDraw:
+    """The screened replies the table holds, as the review queue sees them: `held` (shown the fallback by a
+    screen or a generation check), `shown` (shown as drafted) and of those `drawn` for a check; `queued`,
+    the turns in the review queue; `misplaced`, turns whose queue disagrees with their human check (a held
+    or drawn reply out of the queue, or a reply not drawn in it)."""
+
+    held: int
+    shown: int
+    drawn: int
+    queued: int
+    misplaced: int
+
+    def about_the_rate(self, rate: float) -> bool:
+        """Whether `drawn` is within four standard deviations (and one) of `rate` x `shown`: a binomial
+        draw's bound, which a queue that takes every shown reply, or none, fails."""
+        spread = math.sqrt(self.shown * rate * (1 - rate))
+        return abs(self.drawn - rate * self.shown) <= 4 * spread + 1
+
+
+def review_draw(stack: LocalStack) -> ReviewDraw:
+    """Count the table's final generated turns by how they were shown and whether they wait to be checked."""
+    held = shown = drawn = queued = misplaced = 0
+    for item in stack.table_items():
+        sort_key = item["sk"]["S"]
+        if not item["pk"]["S"].startswith("CONV#") or not sort_key.startswith("TURN#") or sort_key.endswith("#REPLY"):
+            continue
+        review = item.get("human_review", {}).get("S")
+        if item["reply_source"]["S"] != "model" or item["status"]["S"] != "final" or review == "not applicable":
+            continue  # fixed text, a turn still pending, or a deadline's fallback: no draft to check
+        in_queue = item.get("queue", {}).get("S") == "review"
+        queued += in_queue
+        if item["fallback_used"]["BOOL"]:
+            held += 1
+            misplaced += not in_queue
+        else:
+            shown += 1
+            drawn += review != "not drawn"
+            misplaced += in_queue != (review != "not drawn")
+    return ReviewDraw(held=held, shown=shown, drawn=drawn, queued=queued, misplaced=misplaced)
+
+
 def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int], last_reads: dict[str, int]) -> None:
     from dialogue.aws.audit import verify_table_audit
 
@@ -501,6 +551,7 @@ def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int],
     made = {status: month.decisions.get(status, 0) for status in decided}
     closed = (stats.get("handoffs") or {}).get("closed")
     month.console_tabs(STAFF[0], "month end")
+    draw, rate = review_draw(stack), stats.get("shown_check_rate", 1.0)
     # The table's chains and their WORM copies in the bucket, at the simulation's time (TTL has run on it).
     audit_problems = verify_table_audit(stack.dynamodb, TABLE_NAME, stack.s3, AUDIT_BUCKET, now=month.now().timestamp())
     audit_links = sum(1 for item in stack.table_items() if item["pk"]["S"].startswith("AUDIT#"))
@@ -519,6 +570,10 @@ def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int],
             "stored values unreadable after the pack change": _total(stack, "StoredValuesUnreadable"),
             "realizer outage minutes": counts["realizer outage minutes"],
             "dispatch failure minutes": counts["dispatch failure minutes"],
+            "replies held (the fallback shown)": draw.held,
+            "replies shown as drafted": draw.shown,
+            "  drawn for a check": draw.drawn,
+            "reviews awaiting a check at the end": (stats.get("reviews") or {}).get("pending", -1),
             "reviews decided": sum(month.decisions.values()),
             **{f"  {status}": count for status, count in sorted(month.decisions.items())},
             "hand-offs closed": month.closed,
@@ -558,6 +613,14 @@ def _afterwards(month: _Month, report: MonthReport, first_reads: dict[str, int],
             "the stats equal the decisions",
             bool(stats) and decided == made and closed == month.closed,
             f"stats {decided}, closed {closed}; made {made}, closed {month.closed}",
+        )
+    )
+    checks.append(
+        Check(
+            "the review queue holds every held reply and the shown replies drawn for a check",
+            not draw.misplaced and draw.queued == draw.held + draw.drawn and draw.about_the_rate(rate),
+            f"{draw.queued} queued of {draw.held} held and {draw.shown} shown, {draw.drawn} drawn at a rate of"
+            f" {rate:g} (about {rate * draw.shown:.0f}); {draw.misplaced} misplaced",
         )
     )
     draft_problems = month.problems["drafts"]

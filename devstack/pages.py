@@ -80,14 +80,33 @@ def _route_not_found() -> Page:
 
 
 def desk_config(pack: DomainPack) -> dict[str, Any]:
-    """The desk's name, introduction, how a person answers and example questions for the pages, from its
-    domain pack."""
+    """The desk's name, introduction, how a person answers, example questions and contact form for the
+    pages, from its domain pack."""
     domain = pack.spec.domain
     return {
         "name": domain.name,
         "intro": domain.intro,
         "person_answers": domain.person_answers,
         "examples": list(domain.examples),
+        "contact": _contact_config(pack),
+    }
+
+
+def _contact_config(pack: DomainPack) -> dict[str, Any] | None:
+    """The chat's contact form: per channel value that takes a detail, its field; the note's label and
+    limit. None when the desk has no form. Formats are checked by the API (its one sentence says why)."""
+    form = pack.spec.contact
+    if form is None:
+        return None
+    return {
+        "slot": form.slot,
+        "title": form.title,
+        "details": {
+            value: {"label": spec.label, "kind": spec.kind, "hint": spec.hint, "max_chars": spec.max_chars}
+            for value, spec in form.details.items()
+        },
+        "note_label": form.note_label,
+        "note_max_chars": form.note_max_chars,
     }
 
 

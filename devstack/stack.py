@@ -538,7 +538,14 @@ def local_stack(
 
     labels: dict[str, str] = {}
     engine = engine if engine is not None else build_realizer(realizer, labels, model=model, revision=revision)
-    set_here = (*_ENVIRONMENT, "REALIZE_QUEUE_URL", "SCREEN_QUEUE_URL", "DISPATCH_FAILURE_QUEUE_URL", ORIGIN_VERIFY)
+    set_here = (
+        *_ENVIRONMENT,
+        "REALIZE_QUEUE_URL",
+        "SCREEN_QUEUE_URL",
+        "DISPATCH_FAILURE_QUEUE_URL",
+        "CONTACT_KEY_ID",
+        ORIGIN_VERIFY,
+    )
     saved = {name: os.environ.get(name) for name in set_here}
     os.environ.update(_ENVIRONMENT)
     if origin_verify:
@@ -574,6 +581,9 @@ def local_stack(
             os.environ["REALIZE_QUEUE_URL"] = queues["realize_queue"].url
             os.environ["SCREEN_QUEUE_URL"] = queues["screen_queue"].url
             os.environ["DISPATCH_FAILURE_QUEUE_URL"] = queues["dispatch_failures"].url
+            # The contact form's key (template.yaml's ContactKey): moto's KMS seals and opens for real.
+            kms = boto3.client("kms", region_name=REGION)
+            os.environ["CONTACT_KEY_ID"] = kms.create_key(Description="devstack contact form")["KeyMetadata"]["KeyId"]
             reset_caches()
             worker = RealizerWorker(
                 sqs,

@@ -15,6 +15,7 @@ data) and the shard moves past it.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Callable
@@ -29,9 +30,21 @@ log = logging.getLogger("devstack.streams")
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+def _as_lambda_json(value: Any) -> Any:
+    """Binary attribute values as Lambda's JSON event carries them: base64 text (boto3 gives bytes)."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dict):
+        return {key: _as_lambda_json(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_as_lambda_json(inner) for inner in value]
+    return value
+
+
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A GetRecords record as a Lambda DynamoDB event record: times as epoch seconds, the stream ARN."""
-    change = dict(record["dynamodb"])
+    """A GetRecords record as a Lambda DynamoDB event record: times as epoch seconds, binary values as
+    base64 (the contact form's sealed item), the stream ARN."""
+    change = _as_lambda_json(dict(record["dynamodb"]))
     created = change.get("ApproximateCreationDateTime")
     if isinstance(created, datetime):
         change["ApproximateCreationDateTime"] = int(created.timestamp())

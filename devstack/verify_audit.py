@@ -35,16 +35,20 @@ def desk_session(stack: LocalStack) -> None:
     """Turns that fill both queues; a claim taken and released; every review claimed and decided (a held
     reply rejected with a correction, a passed one approved); the hand-off claimed, answered and closed."""
     from devstack.month import resident_scripts
+    from dialogue.human_checks import use_draws
     from dialogue.pack import default_pack_dir
 
     # The desk's own scripted conversations (the code names no desk): generated replies and a hand-off.
-    for script in resident_scripts(default_pack_dir()):
-        conversation_id = str(stack.call_api("POST", "/conversations").body["conversation_id"])
-        for text in script:
-            answered = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
-            if answered.status not in (200, 202):
-                raise DeskWalkError(f"the turn API answered {answered.status}")
-            stack.drain()
+    # Every reply shown is drawn for a check here (a desk draws a share at random: dialogue.human_checks),
+    # so the session always has reviews whose decisions the audit chains.
+    with use_draws(lambda: 0.0):
+        for script in resident_scripts(default_pack_dir()):
+            conversation_id = str(stack.call_api("POST", "/conversations").body["conversation_id"])
+            for text in script:
+                answered = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
+                if answered.status not in (200, 202):
+                    raise DeskWalkError(f"the turn API answered {answered.status}")
+                stack.drain()
     reviews = _staff(stack, "GET", "/staff/reviews", query="order=oldest")["items"]
     handoffs = _staff(stack, "GET", "/staff/handoffs", query="order=oldest")["items"]
     if not reviews or not handoffs:

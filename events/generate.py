@@ -62,6 +62,7 @@ BATCH_GOOD_REPLY = (5, "Should staff contact you by phone or by email?")
 ENV_PLACEHOLDERS = {
     "TurnApiFunction": {
         "TABLE_NAME": "ConversationTableName",
+        "CONTACT_KEY_ID": "ContactKeyArn",
     },
     "DispatchTurnFunction": {
         "TABLE_NAME": "ConversationTableName",
@@ -73,6 +74,7 @@ ENV_PLACEHOLDERS = {
     },
     "StaffApiFunction": {
         "TABLE_NAME": "ConversationTableName",
+        "CONTACT_KEY_ID": "ContactKeyArn",
     },
     "SweepTurnsFunction": {
         "TABLE_NAME": "ConversationTableName",
@@ -324,6 +326,8 @@ def build_events() -> Iterator[tuple[str, Any]]:
         "api-bad-body-text-too-long.json",
         _http("bad-too-long", "POST", f"{conversation}/turns", {"text": "a" * (MAX_TEXT_CHARS + 1)}),
     )
+    # The contact form: the sample conversation chose email, so a number is not an address (nothing is kept).
+    yield "api-bad-contact.json", _http("bad-contact", "POST", f"{conversation}/contact", {"detail": "07700 900123"})
     yield (
         "api-unknown-conversation.json",
         _http("unknown-conversation", "POST", f"/conversations/{UNKNOWN_CONVERSATION_ID}/turns", {"text": "Hello."}),

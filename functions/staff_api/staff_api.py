@@ -24,7 +24,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dialogue import audit_chain, clock, desk
+from dialogue import audit_chain, clock, contact, desk, human_checks
 from dialogue.actions import Queue, ReplyScreen
 from dialogue.aws.api import (
     BODY_UNREADABLE,
@@ -36,11 +36,11 @@ from dialogue.aws.api import (
     refusal_response,
     unverified_origin,
 )
-from dialogue.aws.factory import get_desk_store
+from dialogue.aws.factory import get_desk_store, get_sealer
 from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.aws.stores import DynamoDeskStore
 from dialogue.desk import DecisionRequest, DeskInfo, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
-from dialogue.errors import DialogueError
+from dialogue.errors import DialogueError, NoContactLeft, SealUnavailable
 from dialogue.pack import get_pack
 from dialogue.ports import StaffMessage
 from dialogue.realize import ModelAction
@@ -193,9 +193,45 @@ def get_review(conversation_id: ConversationId, turn_id: TurnId) -> ReviewItem:
     responses={**success(HTTPStatus.OK, HandoffItem, "One hand-off."), **errors(400, 401, 403)},
 )
 def get_handoff(conversation_id: ConversationId, turn_id: TurnId) -> HandoffItem:
-    turn = _store().queued_turn(conversation_id, turn_id, Queue.HANDOFF)
+    store, now = _store(), _now()
+    turn = store.queued_turn(conversation_id, turn_id, Queue.HANDOFF)
     metrics.add_metric(name="StaffItemsRead", unit=MetricUnit.Count, value=1)
-    return desk.handoff_item(turn, _staff(), _now())
+    return desk.handoff_item(turn, _staff(), now, store.read_contact(conversation_id, now))
+
+
+@app.post(
+    "/staff/handoffs/<conversation_id>/<turn_id>/contact",
+    responses={
+        **success(
+            HTTPStatus.OK,
+            desk.ContactShown,
+            "What the resident wrote in the contact form; the read is audited on this hand-off.",
+        ),
+        **errors(400, 401, 403, 404, 409, 503),
+    },
+)
+def open_contact(conversation_id: ConversationId, turn_id: TurnId) -> desk.ContactShown:
+    """Open the conversation's contact form for the staff member who holds this hand-off's claim. A POST:
+    each read writes an audit link, and nothing caches it. Never logged."""
+    store, now, staff = _store(), _now(), _staff()
+    sealer = get_sealer()
+    if sealer is None:
+        raise SealUnavailable()
+    sealed = store.contact_for_staff(conversation_id, turn_id, staff, now)
+    if sealed is None:
+        raise NoContactLeft()
+    opened = contact.open_contact(sealed, conversation_id, sealer)
+    _log("read_contact", Queue.HANDOFF, conversation_id, turn_id)
+    metrics.add_metric(name="StaffContactReads", unit=MetricUnit.Count, value=1)
+    return desk.ContactShown(
+        channel=opened.channel,
+        has_detail=sealed.has_detail,
+        has_note=sealed.has_note,
+        left_at=sealed.left_at,
+        expires_at=sealed.expires_at,
+        detail=opened.detail,
+        note=opened.note,
+    )
 
 
 # --- claims --------------------------------------------------------------------------------------
@@ -411,7 +447,10 @@ def desk_info() -> DeskInfo:
 def stats() -> DeskStats:
     """The figures from the desk's counters and the open-queue index: four requests, however many items
     were ever decided (dialogue.desk's statistics)."""
-    figures = desk.stats_from_counters(_store().desk_counters())
+    pack = get_pack()
+    profile = get_settings().screen_profile or pack.spec.screens.profile
+    rate = human_checks.shown_check_rate(profile, pack.spec.staff.shown_check_rate)
+    figures = desk.stats_from_counters(_store().desk_counters(), rate)
     _emit(figures)
     return figures
 
@@ -432,6 +471,10 @@ def _emit(figures: DeskStats) -> None:
     for name, agreement in {"AllScreens": figures.screens_overall, **figures.screens}.items():
         shares[f"{name}_HeldRejected"] = agreement.held_rejected_share
         shares[f"{name}_PassedRejected"] = agreement.passed_rejected_share
+    missed = figures.screens_missed
+    metrics.add_metric(name="ShownRepliesChecked", unit=MetricUnit.Count, value=missed.checked)
+    if missed.readable:  # a share from too small a sample would only make an alarm flap
+        shares.update(ScreensMissed=missed.share, ScreensMissedLow=missed.low, ScreensMissedHigh=missed.high)
     for name, share in shares.items():
         if share is not None:
             metrics.add_metric(name=f"{name}Percent", unit=MetricUnit.Percent, value=100 * share)

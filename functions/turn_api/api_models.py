@@ -16,6 +16,8 @@ from dialogue.errors import MAX_TURN_TEXT_CHARS
 __all__ = ["ErrorBody", "ErrorCode", "MessagePage", "errors", "success"]
 
 MAX_TEXT_CHARS = MAX_TURN_TEXT_CHARS
+MAX_CONTACT_DETAIL_CHARS = 200  # the pack's own limits (`[contact]`) are at most these
+MAX_CONTACT_NOTE_CHARS = 1000
 
 
 class TurnRequest(BaseModel):
@@ -24,6 +26,18 @@ class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What the user typed.")]
+
+
+class ContactRequest(BaseModel):
+    """What a resident writes in the chat's contact form, for a person: sealed at once, never logged,
+    never read by understanding, never echoed (dialogue.contact)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    detail: Annotated[
+        str | None, Field(max_length=MAX_CONTACT_DETAIL_CHARS, description="The detail the chosen channel takes.")
+    ] = None
+    note: Annotated[str | None, Field(max_length=MAX_CONTACT_NOTE_CHARS, description="A note for staff.")] = None
 
 
 class ConversationCreated(BaseModel):

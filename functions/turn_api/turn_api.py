@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api_models import (
+    ContactRequest,
     ConversationCreated,
     ConversationDetail,
     MessagePage,
@@ -29,7 +30,7 @@ from api_models import (
     errors,
     success,
 )
-from dialogue import clock, conversation
+from dialogue import clock, contact, conversation
 from dialogue.actions import TurnStatus
 from dialogue.aws.api import (
     BODY_UNREADABLE,
@@ -39,9 +40,9 @@ from dialogue.aws.api import (
     problem_at,
     unverified_origin,
 )
-from dialogue.aws.factory import get_store
+from dialogue.aws.factory import get_sealer, get_store
 from dialogue.aws.observability import logger, metrics, tracer
-from dialogue.errors import InvalidIdempotencyKey
+from dialogue.errors import InvalidIdempotencyKey, SealUnavailable
 from dialogue.idempotency import IDEMPOTENCY_HEADER, valid_key
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
@@ -149,6 +150,46 @@ def _answer(conversation_id: UUID, view: conversation.TurnView) -> TurnAnswer:
     return TurnAnswer(status_code=202 if turn.action.uses_model else 200, body=accepted)
 
 
+@app.post(
+    "/conversations/<conversation_id>/contact",
+    responses={
+        **success(
+            HTTPStatus.OK,
+            TurnAccepted,
+            "Kept for staff, sealed: the conversation is handed to a person, with the desk's fixed reply.",
+        ),
+        **errors(400, 404, 409, 422, 503),
+    },
+)
+def post_contact(conversation_id: ConversationId, request: Annotated[ContactRequest, Body()]) -> TurnAccepted:
+    """The chat's contact form: a phone number or email address for the chosen channel, and a note for
+    staff. Checked against the desk's format, sealed with the stack's key and kept only for staff; the
+    conversation is handed to a person. Nothing of it is logged or echoed."""
+    sealer = get_sealer()
+    if sealer is None:
+        raise SealUnavailable()
+    turn, reply = contact.leave_contact(
+        conversation_id,
+        request.detail,
+        request.note,
+        store=get_store(),
+        sealer=sealer,
+        pack=get_pack(),
+        now=_now(),
+        max_turns=get_settings().max_turns_per_conversation,
+    )
+    logger.info("contact left", conversation_id=str(conversation_id), turn_id=turn.turn_id)
+    metrics.add_metric(name="ContactsLeft", unit=MetricUnit.Count, value=1)
+    return TurnAccepted(
+        conversation_id=conversation_id,
+        turn_id=turn.turn_id,
+        action=turn.action,
+        reply_source=turn.reply_source,
+        status=turn.status,
+        reply=reply,
+    )
+
+
 @app.get(
     "/conversations/<conversation_id>/turns/<turn_id>",
     responses={**success(HTTPStatus.OK, TurnDetail, "The turn, with its reply once final."), **errors(400, 404)},
@@ -198,6 +239,8 @@ def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
         return "invalid_conversation_id" if location[1:2] == ("conversation_id",) else "invalid_turn_id"
     if kind in BODY_UNREADABLE:
         return "invalid_body"
+    if kind != "extra_forbidden" and location[:1] == ("body",) and {"detail", "note"} & set(location[1:]):
+        return "invalid_contact"
     if kind == "missing":
         return "missing_text"
     if kind in ("string_too_short", "string_too_long"):
@@ -209,7 +252,7 @@ def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
     return "invalid_request"
 
 
-install_error_handlers(app, _validation_code, ("conversation_id", "turn_id", "text", "after"))
+install_error_handlers(app, _validation_code, ("conversation_id", "turn_id", "text", "after", "detail", "note"))
 
 
 register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)

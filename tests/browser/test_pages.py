@@ -8,11 +8,13 @@ API and sign-in are all served by one `devstack serve` on loopback.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from pack_files import edit_domain
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 from serving import Served
 
@@ -53,7 +55,7 @@ class Resident:
         self.context = browser.new_context(viewport={"width": width, "height": height})
         self.page = self.context.new_page()
         self.page.goto(f"{served.url}/chat")
-        expect(self.page.get_by_role("button", name="Send")).to_be_enabled()
+        expect(self.page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
 
     def say(self, text: str, *, by_keyboard: bool = False) -> None:
         answered = self.page.locator("#transcript li.assistant").count()
@@ -63,7 +65,7 @@ class Resident:
             self.page.keyboard.press("Enter")
         else:
             self.page.get_by_role("textbox", name="Message").fill(text)
-            self.page.get_by_role("button", name="Send").click()
+            self.page.get_by_role("button", name="Send", exact=True).click()
         expect(self.page.locator("#transcript li.assistant")).to_have_count(answered + 1, timeout=REPLY_WAIT_MS)
 
     def assistant_replies(self) -> list[str]:
@@ -121,6 +123,15 @@ def held_desk(server_factory: Callable[..., Served], tmp_path: Path) -> Served:
     canned = tmp_path / "held.csv"
     canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n', encoding="utf-8")
     return server_factory("--realizer", f"canned:{canned}")
+
+
+def checking_every_reply(server_factory: Callable[..., Served], tmp_path: Path) -> Served:
+    """A desk whose pack checks every reply shown as drafted (`shown_check_rate = 1.0`), so each one waits in
+    "Awaiting a check" (a desk's default draws a tenth of them, at random)."""
+    pack = tmp_path / "riverton"
+    shutil.copytree(ROOT / "data" / "riverton", pack)
+    edit_domain(pack, "max_message_chars = 1000\n", "max_message_chars = 1000\nshown_check_rate = 1.0\n")
+    return server_factory("--pack", str(pack))
 
 
 def contrast(page: Page, selector: str) -> float:
@@ -196,7 +207,7 @@ def test_a_reply_being_prepared_is_announced(browser: Browser, served: Served) -
 
     resident.page.route("**/messages?*", still_preparing)
     resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
-    resident.page.get_by_role("button", name="Send").click()
+    resident.page.get_by_role("button", name="Send", exact=True).click()
     expect(resident.page.get_by_role("status").filter(has_text="A reply is being prepared")).to_be_visible(
         timeout=REPLY_WAIT_MS
     )
@@ -215,7 +226,7 @@ def test_a_stopped_server_gives_one_clear_line_keeps_the_text_and_recovers(
     server.pause()
     try:
         resident.page.get_by_role("textbox", name="Message").fill("Email is best.")
-        resident.page.get_by_role("button", name="Send").click()
+        resident.page.get_by_role("button", name="Send", exact=True).click()
         # Then one clear line says so, with a way to try again, and the typed text is still there
         alert = resident.page.get_by_role("alert")
         expect(alert).to_contain_text("The desk cannot be reached", timeout=REPLY_WAIT_MS)
@@ -233,9 +244,10 @@ def test_a_stopped_server_gives_one_clear_line_keeps_the_text_and_recovers(
         "I want the forklift course.", "Email is best."
     ]  # fmt: skip
     assert resident.assistant_replies()[-1] == (
-        "I recorded the Forklift Operator Licence, with contact by email. "
-        "A member of staff will contact you by email about the next step."
-    )  # the desk's confirm, with its next step
+        "I recorded the Forklift Operator Licence, with contact by email. To be contacted by email, leave your "
+        "details in the form below the chat; until then a member of staff answers here in this chat, during the "
+        "desk's opening hours."
+    )  # the desk's confirm, with its next step: truthful without a detail (the contact form)
 
 
 def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: Browser, served: Served) -> None:
@@ -253,7 +265,7 @@ def test_a_conversation_at_its_turn_limit_offers_a_new_one_not_a_retry(browser: 
 
     resident.page.route("**/conversations/*/turns", at_the_limit)
     resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
-    resident.page.get_by_role("button", name="Send").click()
+    resident.page.get_by_role("button", name="Send", exact=True).click()
     expect(resident.page.get_by_role("alert")).to_contain_text(TURN_LIMIT)
     expect(resident.page.get_by_role("alert")).not_to_contain_text(BUSY)
     expect(resident.page.get_by_role("button", name="Try again")).to_have_count(0)
@@ -286,7 +298,7 @@ def test_a_refused_send_says_the_tables_sentence_for_its_code_and_offers_a_retry
 
     resident.page.route("**/conversations/*/turns", refuse)
     resident.page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
-    resident.page.get_by_role("button", name="Send").click()
+    resident.page.get_by_role("button", name="Send", exact=True).click()
     expect(resident.page.get_by_role("alert")).to_be_visible()
     expect(resident.page.locator("#problem-text")).to_have_text(ERRORS[code or "throttled"]["message"])
     if code in ("GeneratedTurnLimitReached", ""):
@@ -313,7 +325,7 @@ def test_an_idle_poll_in_flight_during_a_send_shows_no_message_twice(browser: Br
         resident.page.wait_for_timeout(250)
     assert held, "no idle poll came"
     resident.page.get_by_role("textbox", name="Message").fill("Email is best.")
-    resident.page.get_by_role("button", name="Send").click()
+    resident.page.get_by_role("button", name="Send", exact=True).click()
     resident.page.wait_for_timeout(1500)  # the send's own read has had its chance
     held[0].continue_()
     expect(resident.page.locator("#transcript li.assistant")).to_have_count(2, timeout=REPLY_WAIT_MS)
@@ -327,22 +339,22 @@ def test_a_reply_that_never_comes_frees_the_box_after_a_bounded_wait(browser: Br
     page = context.new_page()
     page.clock.install()  # the page's timers and Date run on a clock the test moves
     page.goto(f"{served.url}/chat")
-    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
     # Every answer to /messages says a reply is still being prepared
     page.route("**/messages?*", lambda route: route.fulfill(json={"messages": [], "next_after": 0, "waiting": True}))
     page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
-    page.get_by_role("button", name="Send").click()
-    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    page.get_by_role("button", name="Send", exact=True).click()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_disabled()
     # Five seconds at a time (the longest pause between reads), past the 90 s bound, each read answered
     # before the clock moves on (so no read outlives the page's own 8 s timeout)
     for _ in range(20):
-        if not page.get_by_role("button", name="Send").is_disabled():
+        if not page.get_by_role("button", name="Send", exact=True).is_disabled():
             break
         with page.expect_response("**/messages?*"):
             page.clock.run_for(5000)
     expect(page.get_by_role("alert")).to_be_hidden()
     expect(page.get_by_role("status")).to_contain_text("The reply is taking longer than it should.")
-    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
 
 
 def test_the_chat_reads_at_phone_width(browser: Browser, served: Served) -> None:
@@ -421,19 +433,76 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
     # And the figures count the decision, drawn as charts with text for screen readers
     staff.page.get_by_role("button", name="Figures").click()
     expect(staff.page.get_by_role("img", name="Decisions per day")).to_be_visible()
-    expect(staff.page.get_by_role("img", name="The screens against staff decisions")).to_be_visible()
+    screens_chart = staff.page.get_by_role("img", name="The screens against staff decisions")
+    expect(screens_chart).to_be_visible()
+    # one decision draws no 100% bar: the chart says it is too few to read (and that none passed was decided)
+    expect(screens_chart).to_contain_text("too few to read (1 decided)")
+    expect(screens_chart).to_contain_text("none decided")
+    expect(screens_chart).not_to_contain_text("100%")
     expect(staff.page.get_by_role("row", name="Rejected with a correction")).to_contain_text("1")
+    # a held reply is not one of the shown replies the miss rate is read from
+    expect(staff.page.get_by_role("row", name="Shown replies staff rejected")).to_contain_text("none checked yet")
     assert serious_violations(staff.page) == []
     # The console never shows what the resident typed
     assert "I want the forklift course." not in staff.page.content()
 
 
-def test_the_console_holds_no_resident_words(browser: Browser, served: Served) -> None:
+def test_the_figures_read_a_share_only_from_enough_decisions_and_the_miss_rate_with_its_interval(
+    browser: Browser, served: Served
+) -> None:
+    staff = Staff(browser, served)
+    given: dict[str, object] = {}
+
+    def figures(route: Route) -> None:  # the desk's own figures, with the counts this test gives
+        response = route.fetch()
+        route.fulfill(response=response, json={**response.json(), **given})
+
+    staff.page.route("**/staff/stats", figures)
+    # Given one held reply rejected, and 4 shown replies checked of which 1 was rejected: too few to read
+    given["screens_overall"] = {"held": 1, "held_rejected_share": 1.0, "passed": 4, "passed_rejected_share": 0.25}
+    given["screens_missed"] = {
+        "checked": 4, "rejected": 1, "share": 0.25, "low": 0.0456, "high": 0.6994, "readable": False
+    }  # fmt: skip
+    staff.page.get_by_role("button", name="Figures").click()
+    # Then no bare percentage: the table, the miss-rate chart and the screens chart say the sample is too small
+    page = staff.page
+    expect(page.get_by_role("row", name="Shown replies staff rejected")).to_contain_text(
+        "too few checked to read: 1 of 4 rejected (30 checks needed)"
+    )
+    expect(page.get_by_role("row", name="Shown replies checked")).to_contain_text("10%, drawn at random")
+    missed = page.get_by_role("img", name="Shown replies staff rejected")
+    expect(missed).to_contain_text("Too few checked to read (4 of 30)")
+    expect(missed).not_to_contain_text("25%")
+    expect(page.get_by_role("img", name="The screens against staff decisions")).not_to_contain_text("%")
+
+    # When 120 shown replies have been checked, 6 rejected, and 40 held ones, 30 rejected
+    given["screens_overall"] = {"held": 40, "held_rejected_share": 0.75, "passed": 120, "passed_rejected_share": 0.05}
+    given["screens_missed"] = {
+        "checked": 120, "rejected": 6, "share": 0.05, "low": 0.0231, "high": 0.1048, "readable": True
+    }  # fmt: skip
+    page.get_by_role("button", name="Figures").click()
+    # Then the estimate is given with its 95% interval and its sample, and the screens chart draws its bars
+    expect(page.get_by_role("row", name="Shown replies staff rejected")).to_contain_text(
+        "5% (95% interval 2% to 10%), from 120 checked"
+    )
+    expect(missed).to_contain_text("5% (2% to 10%), from 120 checked")
+    expect(missed.locator("circle")).to_have_count(1)
+    screens = page.get_by_role("img", name="The screens against staff decisions")
+    expect(screens).to_contain_text("75% of 40")
+    expect(screens).to_contain_text("5% of 120")
+    assert serious_violations(page) == []
+
+
+def test_the_console_holds_no_resident_words(
+    browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    served = checking_every_reply(server_factory, tmp_path)  # so every reply's item view is opened
     turns = seed_turns("C2") + seed_turns("C4")
     resident = Resident(browser, served)
     for turn in turns:
         resident.say(turn.user_utterance)
     staff = Staff(browser, served)
+    expect(staff.page.locator("#count-awaiting")).to_have_text("3")  # C2's three worded replies
     seen = []
     for tab in ("Held replies", "Awaiting a check", "Hand-offs"):
         staff.show(tab)
@@ -468,7 +537,7 @@ def test_the_first_screen_greets_offers_the_desks_questions_and_counts_and_an_em
     expect(examples).to_have_text(list(get_pack().spec.domain.examples))
     expect(page.locator("#person-answers")).to_have_text(str(get_pack().spec.domain.person_answers))
     # An empty send says so and keeps focus in the box
-    page.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Type a message first.")
     expect(page.get_by_role("textbox", name="Message")).to_be_focused()
     # An example fills the box, and the counter counts it
@@ -476,7 +545,7 @@ def test_the_first_screen_greets_offers_the_desks_questions_and_counts_and_an_em
     first = get_pack().spec.domain.examples[0]
     expect(page.get_by_role("textbox", name="Message")).to_have_value(first)
     expect(page.locator("#counter")).to_have_text(f"{len(first)} of 1,000")
-    page.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send", exact=True).click()
     expect(page.locator("#transcript li.assistant")).to_have_count(1, timeout=REPLY_WAIT_MS)
     expect(page.locator("#examples")).to_be_hidden()
     expect(page.locator("#counter")).to_have_text("0 of 1,000")

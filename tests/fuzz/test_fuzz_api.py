@@ -1,6 +1,6 @@
 """Fuzz the turn API through `devstack serve` with schemathesis, from the OpenAPI document it serves.
 
-Positive and negative cases for each of the five routes, sent over HTTP to a subprocess on
+Positive and negative cases for each of the six routes, sent over HTTP to a subprocess on
 127.0.0.1. Every answer must be: no 5xx; a 4xx only in the documented error shape
 ({"error", "message"}, the message one sentence); and no string of 8 or more characters that was
 sent (in the path or the body) repeated in the response body. Valid conversation ids are mixed in,
@@ -74,7 +74,8 @@ def test_fuzz_api(
         return
     conversation_id = aim(case, pool)
     response = send_and_check(case, served_api, fuzz_session, budget)
-    if case.method.upper() == "POST" and case.operation.path.endswith("/turns"):
+    # A turn's text, and what the contact form carries (kept only sealed): neither may be kept in the clear.
+    if case.method.upper() == "POST" and case.operation.path.endswith(("/turns", "/contact")):
         budget.turn_texts.update(sent_strings(response.request, with_path=False))
     if conversation_id and case.method == "POST" and response.status_code in (200, 202):
         pool.record_turn(conversation_id)

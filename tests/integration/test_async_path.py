@@ -11,6 +11,7 @@ from pack_files import desk_reply
 
 from devstack.events import FakeLambdaContext, sqs_event
 from devstack.stack import LocalStack
+from dialogue.human_checks import use_draws
 from dialogue.realize import RealizedReply, RealizeJob
 
 
@@ -63,8 +64,9 @@ def test_partial_batch_failure_reports_only_the_bad_record(stack: LocalStack) ->
     tripped_id, tripped_job = pending_turn(stack, "I want the Data Support Certificate.")
     clean = canned(clean_job, "Should staff contact you by phone or by email?")
     tripped = canned(tripped_job, "Staff will contact you via email to discuss your child's needs.")
-    # When the screen function gets all three in one batch
-    delivered = deliver(stack, [clean, '{"job": "not a job"}', tripped])
+    # When the screen function gets all three in one batch (and the desk's draw leaves the clean one unchecked)
+    with use_draws(lambda: 0.99):
+        delivered = deliver(stack, [clean, '{"job": "not a job"}', tripped])
     # Then only the malformed record is reported as failed
     failed = [item["itemIdentifier"] for item in delivered["result"]["batchItemFailures"]]
     bad_index = delivered["bodies"].index('{"job": "not a job"}')
@@ -75,10 +77,10 @@ def test_partial_batch_failure_reports_only_the_bad_record(stack: LocalStack) ->
         "final",
         "Should staff contact you by phone or by email?",
         "not flagged by screen",
-        "pending",
+        "not drawn",
     )
     held = turn_detail(stack, tripped_id)
-    assert held["reply"] == "Should staff contact you by phone or by email?"
+    assert held["reply"] == "Should staff contact you by phone or by email?" and held["human_review"] == "pending"
     # (the seed's C1 turn 1 draft: no phone option, no question, and a promise of email: the desk profile's)
     assert (held["reply_screen"], held["screens_fired"], held["fallback_used"]) == (
         "held for human review",

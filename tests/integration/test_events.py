@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 
 from devstack.events import FakeLambdaContext
 from devstack.stack import TABLE_NAME, LocalStack
+from dialogue.human_checks import use_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -62,6 +64,7 @@ REFUSED_REQUESTS = {
     "api-bad-body-empty-text.json": (422, "invalid_text_length"),
     "api-bad-body-text-too-long.json": (422, "invalid_text_length"),
     "api-unknown-conversation.json": (404, "ConversationNotFound"),
+    "api-bad-contact.json": (422, "ContactNotAccepted"),
 }
 SEQUENCE = (
     "seed-conversation.json",
@@ -109,6 +112,7 @@ class Deployment:
             "RealizeQueueUrl": stack.realize_queue.url,
             "ScreenQueueUrl": stack.screen_queue.url,
             "DispatchFailureQueueUrl": stack.dispatch_failures.url,
+            "ContactKeyArn": os.environ["CONTACT_KEY_ID"],  # the local stack's KMS key (moto)
         }
         self.environment = {
             function: {name: fill_placeholder(value, outputs) for name, value in variables.items()}
@@ -187,7 +191,10 @@ def fill_placeholder(value: str, outputs: dict[str, str]) -> str:
 
 @pytest.fixture
 def deployment(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
-    yield Deployment(stack, monkeypatch)
+    # The desk draws a shown reply for a check one time in ten (dialogue.human_checks): here, as the guide's
+    # outcomes say most runs go, it draws none, so the two clean replies are "not drawn".
+    with use_draws(lambda: 0.99):
+        yield Deployment(stack, monkeypatch)
 
 
 def test_every_file_in_events_is_exercised() -> None:
@@ -264,7 +271,7 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     assert item["status"] == {"S": "final"}
     assert item["fallback_used"] == {"BOOL": False}
     assert item["reply_screen"] == {"S": "not flagged by screen"}
-    assert item["human_review"] == {"S": "pending"}
+    assert item["human_review"] == {"S": "not drawn"} and "queue" not in item
 
     # The same event again is a duplicate delivery: no failure, and nothing changes.
     before = deployment.turn_item(6)
@@ -318,7 +325,7 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     # The desk's figures count what was just done; a user outside the staff group is refused.
     code, body = deployment.staff("staff-stats.json")
     assert code == 200
-    assert body["reviews"] == {"pending": 2, "approved": 0, "rejected": 0, "corrected": 1}
+    assert body["reviews"] == {"pending": 0, "approved": 0, "rejected": 0, "corrected": 1}
     assert body["handoffs"] == {"open": 2, "closed": 1}
     code, body = deployment.staff("staff-not-in-group.json")
     assert (code, body["error"]) == (403, "NotStaff")
@@ -353,7 +360,8 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     for name, (status, error) in REFUSED_REQUESTS.items():
         code, body, text = deployment.api(name)
         assert (code, body["error"]) == (status, error), (name, body)
-        sent = json.loads(load(name)["body"]).get("text", "") if name != "api-bad-body-not-json.json" else ""
+        body_sent = json.loads(load(name)["body"]) if name != "api-bad-body-not-json.json" else {}
+        sent = body_sent.get("text", "") or body_sent.get("detail", "")
         assert not sent or sent not in text
     code, body, _ = deployment.api("api-get-conversation.json")
     assert body["turn_count"] == 7, "a refused request must not add a turn"

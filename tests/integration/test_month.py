@@ -18,6 +18,7 @@ def test_a_small_month_with_every_fault_leaves_every_check_holding() -> None:
         "every chat shows every reply and staff message",
         "each console tab lists every open item on its first page",
         "the stats equal the decisions",
+        "the review queue holds every held reply and the shown replies drawn for a check",
         "no draft is gone before its decision",
         "the audit verifies",
         "every request a resident or staff member made was answered",

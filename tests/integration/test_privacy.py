@@ -19,6 +19,7 @@ from devstack.audit import approved_wording
 from devstack.desk_walk import walk_the_desk
 from devstack.replay import replay_conversation
 from devstack.stack import TABLE_NAME, LocalStack
+from dialogue.human_checks import use_draws
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 
 PIECE = 12
@@ -85,7 +86,8 @@ def test_sentinel_utterances_leave_no_piece_anywhere(stack: LocalStack, pack: Do
         ScriptedTurn(conversation_id="S1", turn_id=index, user_utterance=text)
         for index, text in enumerate(SENTINEL_TURNS, start=1)
     ]
-    rows = replay_conversation(stack, turns)
+    with use_draws(lambda: 0.0):  # every reply shown is drawn for a check, so the desk walk decides some
+        rows = replay_conversation(stack, turns)
     assert [row.action for row in rows][:2] == ["confirm", "refuse"]
     # and the staff work the desk: every review decided, every hand-off answered and closed
     walked = walk_the_desk(stack)

@@ -11,6 +11,7 @@ import commands
 
 from devstack.replay import replay_conversation
 from devstack.stack import LocalStack
+from dialogue.human_checks import use_draws
 from dialogue.pack import DomainPack, ScriptedTurn, scripted_turns_by_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,14 +62,18 @@ def test_fixed_texts_are_exact_and_final(stack: LocalStack, scripted_turns: list
 
 
 def test_generated_turns_are_screened_and_await_a_person(stack: LocalStack, scripted_turns: list) -> None:
-    rows = replay_all(stack, scripted_turns)
+    """At the desk, a reply shown as the fallback awaits a person; one shown as drafted only when drawn (here
+    the draw never picks one: dialogue.human_checks)."""
+    with use_draws(lambda: 0.99):
+        rows = replay_all(stack, scripted_turns)
     generated = [row for row in rows if row.reply_source == "model"]
     assert len(generated) == 8
     for row in generated:
         assert row.status == "final"
-        assert row.human_review == "pending"
+        assert row.human_review == ("pending" if row.fallback_used else "not drawn")
         assert row.reply_screen in ("not flagged by screen", "held for human review")
         assert row.final_reply
+    assert any(not row.fallback_used for row in generated), "a reply was shown as drafted, so the draw ran"
 
 
 def test_post_turn_statuses(stack: LocalStack) -> None:

@@ -187,6 +187,7 @@ def test_serves_the_openapi_document(server: Server) -> None:
         "/conversations/{conversation_id}/turns/{turn_id}",
         "/conversations/{conversation_id}/messages",
         "/conversations/{conversation_id}",
+        "/conversations/{conversation_id}/contact",
     }
     error_body = document["components"]["schemas"]["ErrorBody"]
     assert set(error_body["properties"]) == {"error", "message"} and error_body["additionalProperties"] is False

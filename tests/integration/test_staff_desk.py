@@ -18,6 +18,7 @@ import pytest
 from devstack.faults import Fault
 from devstack.stack import TABLE_NAME, LocalStack
 from dialogue.actions import Screen, ScreenProfile
+from dialogue.human_checks import use_draws
 from dialogue.realize import RealizedReply, RealizeJob
 from dialogue.settings import get_settings
 
@@ -27,6 +28,14 @@ INFORM_TURNS = ("I want the forklift course.", "Email is best.", "When does it m
 
 
 # --- building a desk -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def every_shown_reply_drawn() -> Iterator[None]:
+    """These tests work the desk on the replies they word: each one shown as drafted is drawn for a check.
+    (The draw itself, and what it leaves out of the queue: test_review_draw.py.)"""
+    with use_draws(lambda: 0.0):
+        yield
 
 
 def new_conversation(stack: LocalStack) -> str:
@@ -806,6 +815,12 @@ def test_the_stats_on_a_known_set_of_decisions(stack: LocalStack, clock: list[da
     assert stats["screens"]["promise_words"] == stats["screens_overall"]
     assert stats["screens"]["numerals"] == {"held": 0, "held_rejected_share": None, "passed": 4,
                                             "passed_rejected_share": 0.5}  # fmt: skip
+    # the screens' miss rate, from the checked sample of shown replies: staff rejected 1 of the 2 checked,
+    # too few to read (the interval says how little 2 decisions tell), at the desk's rate of drawing them
+    missed = stats["screens_missed"]
+    assert (missed["checked"], missed["rejected"], missed["share"], missed["readable"]) == (2, 1, 0.5, False)
+    assert (missed["low"], missed["high"]) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    assert (stats["shown_check_rate"], stats["readable_sample"]) == (0.10, 30)
     # And the same figures went out as EMF metrics
     metrics = {}
     for line in stack.log_lines:
@@ -818,6 +833,7 @@ def test_the_stats_on_a_known_set_of_decisions(stack: LocalStack, clock: list[da
     assert metrics["SecondsToDecisionMedian"] == pytest.approx(30.0)
     assert metrics["ShownAsDraftedPercent"] == pytest.approx(50.0)
     assert metrics["AllScreens_HeldRejectedPercent"] == pytest.approx(50.0)
+    assert metrics["ShownRepliesChecked"] == 2 and "ScreensMissedPercent" not in metrics  # too few to alarm on
 
 
 def test_the_figures_count_each_decision_and_close_on_its_day(stack: LocalStack, clock: list[datetime]) -> None:

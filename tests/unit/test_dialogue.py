@@ -110,10 +110,10 @@ def test_fixed_confirm_reply_is_filled_from_state(lesson_pack: DomainPack, pack:
     state = DialogueState.new(pack.frame).with_updates({"program": "data_support", "contact_channel": "phone"})
     seed = "I recorded the Data Support Certificate, with contact by phone."
     assert fixed_reply(Action.CONFIRM, state, lesson_pack) == seed
-    # the desk's own confirm adds the next step
-    assert (
-        fixed_reply(Action.CONFIRM, state, pack)
-        == f"{seed} A member of staff will contact you by phone about the next step."
+    # the desk's own confirm adds the next step, true whether or not a detail is left in the contact form
+    assert fixed_reply(Action.CONFIRM, state, pack) == (
+        f"{seed} To be contacted by phone, leave your details in the form below the chat; until then a member of "
+        "staff answers here in this chat, during the desk's opening hours."
     )
 
 

@@ -71,7 +71,8 @@ def test_the_bulky_waste_desk_asks_for_each_of_its_three_slots_in_turn() -> None
     assert dict(state.slots) == {"item_kind": "furniture", "carry_help": "yes", "reply_channel": "email_reply"}
     assert fixed_reply(Action.CONFIRM, state, pack) == (
         "I noted your request for a bulky furniture collection, with the crew carrying the items out. The waste "
-        "team will set the date and the fee, and reply by email."
+        "team will set the date and the fee. For a reply by email, leave your details in the form below the "
+        "chat; until then the team answers here in this chat."
     )
 
 

@@ -1,6 +1,6 @@
 // The desk's figures as inline SVG charts, each with a title and a description a screen reader reads.
 const SVG = "http://www.w3.org/2000/svg";
-const COLOURS = { approved: "#1d6b35", rejected: "#8a1c1c", corrected: "#6b3fa0", held: "#0b5cad", passed: "#8a5a00" };
+const COLOURS = { approved: "#1d6b35", rejected: "#8a1c1c", corrected: "#6b3fa0", held: "#0b5cad", passed: "#8a5a00", interval: "#d6c5a6" };
 let charts = 0;
 
 function svg(tag, attributes = {}, text) {
@@ -70,16 +70,26 @@ export function decisionsChart(days) {
   );
 }
 
-// `label` names a screen as staff read it (the screens' table, from /staff/desk).
-export function agreementChart(overall, screens, label = (name) => name) {
+const percent = (share) => `${Math.round(share * 100)}%`;
+
+// A share read from `count` decisions, in words: the share and its count, or why there is none to read.
+// Below `readableFrom` decisions (the API's readable_sample) a share is too uncertain to be a figure.
+function shareText(share, count, readableFrom) {
+  if (!count) return "none decided";
+  if (count < readableFrom) return `too few to read (${count} decided)`;
+  return `${percent(share)} of ${count}`;
+}
+
+// `label` names a screen as staff read it (the screens' table, from /staff/desk). A bar is drawn only from
+// `readableFrom` decisions or more: one decision would draw a 100% bar that says nothing.
+export function agreementChart(overall, screens, label = (name) => name, readableFrom = 1) {
   // Only the screens that held something: one that never fired has no held share to compare.
   const rows = [["All screens", overall], ...Object.entries(screens).filter(([, a]) => a.held).map(([name, a]) => [label(name), a])];
   const width = 360;
   const rowHeight = 44;
   const height = 20 + rows.length * rowHeight;
-  const percent = (share) => (share === null ? "none" : `${Math.round(share * 100)}%`);
   const description = rows
-    .map(([name, a]) => `${name}: staff rejected ${percent(a.held_rejected_share)} of ${a.held} held and ${percent(a.passed_rejected_share)} of ${a.passed} passed`)
+    .map(([name, a]) => `${name}: staff rejected, of the replies held, ${shareText(a.held_rejected_share, a.held, readableFrom)}; of those passed, ${shareText(a.passed_rejected_share, a.passed, readableFrom)}`)
     .join("; ");
   return figure(
     "The screens against staff decisions",
@@ -90,14 +100,54 @@ export function agreementChart(overall, screens, label = (name) => name) {
       rows.forEach(([name, a], index) => {
         const y = 10 + index * rowHeight;
         chart.append(svg("text", { x: 0, y: y + 10, "font-size": 11, fill: "#1b1f24" }, name));
-        const bars = [["held", a.held_rejected_share], ["passed", a.passed_rejected_share]];
-        bars.forEach(([kind, share], offset) => {
-          const w = (share ?? 0) * 280;
-          chart.append(svg("rect", { x: 0, y: y + 14 + offset * 12, width: Math.max(w, 1), height: 10, fill: COLOURS[kind] }));
-          chart.append(svg("text", { x: 5 + w, y: y + 14 + offset * 12 + 9, "font-size": 10, fill: "#1b1f24" }, percent(share)));
+        const bars = [["held", a.held_rejected_share, a.held], ["passed", a.passed_rejected_share, a.passed]];
+        bars.forEach(([kind, share, count], offset) => {
+          const top = y + 14 + offset * 12;
+          const readable = count >= readableFrom && share !== null;
+          const w = readable ? share * 280 : 0;
+          if (readable) chart.append(svg("rect", { x: 0, y: top, width: Math.max(w, 1), height: 10, fill: COLOURS[kind] }));
+          else chart.append(svg("rect", { x: 0.5, y: top + 0.5, width: 9, height: 9, fill: "none", stroke: COLOURS[kind] }));
+          const text = shareText(share, count, readableFrom);
+          chart.append(svg("text", { x: (readable ? w : 10) + 5, y: top + 9, "font-size": 10, fill: "#1b1f24" }, text));
         });
       });
     },
     [["of replies the screens held, share staff rejected", COLOURS.held], ["of replies they passed, share staff rejected", COLOURS.passed]],
+  );
+}
+
+// The screens' miss rate: of the shown replies staff checked (a uniform draw of them at a desk), the share
+// they rejected, with its 95% interval; or, while the sample is too small to read (`missed.readable` false,
+// under `readableFrom` checked), that it is.
+export function missRateChart(missed, readableFrom) {
+  const width = 360;
+  const height = 90;
+  const left = 10;
+  const span = 320;
+  const x = (share) => left + share * span;
+  let description;
+  if (!missed.checked) description = "No shown reply has been checked yet.";
+  else if (!missed.readable) description = `Too few checked to read: ${missed.rejected} rejected of ${missed.checked} checked; ${readableFrom} are needed.`;
+  else description = `${percent(missed.share)} of ${missed.checked} shown replies checked were rejected; 95% interval ${percent(missed.low)} to ${percent(missed.high)}.`;
+  return figure(
+    "Shown replies staff rejected: the screens' misses",
+    description,
+    width,
+    height,
+    (chart) => {
+      if (!missed.readable) {  // no axis, no point: nothing to read off it yet
+        chart.append(svg("text", { x: left, y: 25, "font-size": 12, fill: "#4a5560" }, missed.checked ? `Too few checked to read (${missed.checked} of ${readableFrom})` : "None checked yet"));
+        return;
+      }
+      chart.append(svg("line", { x1: x(0), y1: 50, x2: x(1), y2: 50, stroke: "#4a5560" }));
+      for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
+        chart.append(svg("line", { x1: x(tick), y1: 46, x2: x(tick), y2: 54, stroke: "#4a5560" }));
+        chart.append(svg("text", { x: x(tick) - 8, y: 70, "font-size": 10, fill: "#1b1f24" }, percent(tick)));
+      }
+      chart.append(svg("rect", { x: x(missed.low), y: 42, width: Math.max(x(missed.high) - x(missed.low), 1), height: 16, fill: COLOURS.interval }));
+      chart.append(svg("circle", { cx: x(missed.share), cy: 50, r: 5, fill: COLOURS.passed }));
+      chart.append(svg("text", { x: left, y: 25, "font-size": 12, fill: "#1b1f24" }, `${percent(missed.share)} (${percent(missed.low)} to ${percent(missed.high)}), from ${missed.checked} checked`));
+    },
+    missed.readable ? [["the estimate", COLOURS.passed], ["its 95% interval", COLOURS.interval]] : [],
   );
 }

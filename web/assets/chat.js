@@ -35,6 +35,16 @@ const view = {
   restoredNote: document.getElementById("restored-note"),
   examples: document.getElementById("examples"),
   exampleList: document.getElementById("example-list"),
+  contact: document.getElementById("contact"),
+  contactForm: document.getElementById("contact-form"),
+  contactDetailField: document.getElementById("contact-detail-field"),
+  contactDetail: document.getElementById("contact-detail"),
+  contactDetailLabel: document.getElementById("contact-detail-label"),
+  contactDetailHint: document.getElementById("contact-detail-hint"),
+  contactNote: document.getElementById("contact-note"),
+  contactNoteLabel: document.getElementById("contact-note-label"),
+  contactSend: document.getElementById("contact-send"),
+  contactStatus: document.getElementById("contact-status"),
 };
 
 const state = {
@@ -46,6 +56,9 @@ const state = {
   pollTimer: null,
   examples: [],
   fresh: false, // a new conversation in which nothing has been sent yet: the example questions show
+  contact: null, // the desk's contact form (config.json): which channel values take a detail, and how
+  channel: null, // the channel value whose detail field the form shows
+  contactOpened: false, // the form opened itself once, when a channel that takes a detail was chosen
 };
 
 function appendMessage(kind, who, text) {
@@ -113,6 +126,7 @@ async function startConversation() {
     setStatus(kept ? "That conversation is no longer kept; a new one has started." : "");
     greet();
     await readMessages({ settle: true });
+    showContactForm();
   } catch (error) {
     showProblem(error, retryIf(error, startConversation));
   }
@@ -137,6 +151,7 @@ async function restore(conversationId) {
   view.restoredNote.hidden = false;
   view.send.disabled = false;
   setStatus("");
+  showContactForm();
   return true;
 }
 
@@ -263,6 +278,7 @@ async function send() {
   countCharacters();
   try {
     await readMessages({ settle: true });
+    showContactForm(); // not awaited: the box is free again as soon as the reply is shown
   } catch (error) {
     showProblem(error, retryIf(error, settle));
   } finally {
@@ -307,6 +323,81 @@ view.retry.addEventListener("click", () => {
 });
 view.message.addEventListener("input", countCharacters);
 
+// The contact form: apart from the chat, for a person. Its field follows the channel the conversation
+// chose (the conversation's slots, never the resident's words); it opens itself once when one is chosen.
+async function showContactForm() {
+  if (!state.contact || !state.conversationId) return;
+  view.contact.hidden = false;
+  let channel = null;
+  try {
+    const detail = await request("GET", `/conversations/${state.conversationId}`);
+    channel = detail.slots[state.contact.slot] || null;
+  } catch {
+    return; // the form stays as it was; the next turn tries again
+  }
+  const field = channel ? state.contact.details[channel] : null;
+  if (channel === state.channel) return;
+  state.channel = field ? channel : null;
+  view.contactDetailField.hidden = !field;
+  if (field) {
+    view.contactDetailLabel.textContent = field.label;
+    // A number gets the phone keypad and autofill; an address the address keyboard and autofill; a postal
+    // address plain text with the street address's autofill.
+    const input = { number: ["tel", "tel", "tel"], address: ["email", "email", "email"], street: ["text", "street-address", "text"] };
+    const [type, autocomplete, inputMode] = input[field.kind] || input.street;
+    view.contactDetail.type = type;
+    view.contactDetail.autocomplete = autocomplete;
+    view.contactDetail.inputMode = inputMode;
+    view.contactDetail.maxLength = field.max_chars;
+    view.contactDetailHint.textContent = field.hint;
+    view.contactDetail.value = "";
+    if (!state.contactOpened) {
+      state.contactOpened = true;
+      view.contact.open = true;
+    }
+  }
+}
+
+async function sendContact() {
+  if (!state.conversationId) return;
+  const detail = state.channel ? view.contactDetail.value.trim() : "";
+  const note = view.contactNote.value.trim();
+  if (!detail && !note) {
+    view.contactStatus.textContent = state.channel
+      ? `Fill in ${view.contactDetailLabel.textContent.toLowerCase()} or a note first.`
+      : "Write a note first.";
+    (state.channel ? view.contactDetail : view.contactNote).focus();
+    return;
+  }
+  view.contactSend.disabled = true;
+  view.contactStatus.textContent = "Sending to staff";
+  try {
+    const body = {};
+    if (detail) body.detail = detail;
+    if (note) body.note = note;
+    await request("POST", `/conversations/${state.conversationId}/contact`, { body });
+  } catch (error) {
+    view.contactStatus.textContent = error instanceof ApiError ? error.message : "Something went wrong; try again.";
+    view.contactSend.disabled = false;
+    (detail ? view.contactDetail : view.contactNote).focus();
+    return;
+  }
+  view.contactDetail.value = "";
+  view.contactNote.value = "";
+  view.contactSend.disabled = false;
+  view.contactStatus.textContent = "Sent to staff. Only they can read it.";
+  try {
+    await readMessages({ settle: false });
+  } catch {
+    // the idle listening shows the desk's answer
+  }
+}
+
+view.contactForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  sendContact();
+});
+
 /** The desk's name and introduction come from config.json (its domain pack), so a desk is data. */
 async function showDesk() {
   try {
@@ -317,6 +408,13 @@ async function showDesk() {
     if (desk.person_answers) document.getElementById("person-answers").textContent = desk.person_answers;
     document.title = `${desk.name} - chat`;
     showExamples(Array.isArray(desk.examples) ? desk.examples : []);
+    if (desk.contact) {
+      state.contact = desk.contact;
+      view.contactNoteLabel.textContent = desk.contact.note_label;
+      document.getElementById("contact-summary").textContent = desk.contact.title;
+      view.contactNote.maxLength = desk.contact.note_max_chars;
+      await showContactForm();
+    }
   } catch {
     // The generic heading stays; the chat works without it.
   }

@@ -2,11 +2,12 @@
 // and close, and the desk's figures as charts. Every text from the API is set as text, never as markup.
 import { beginSignIn, currentToken, finishSignIn, onSignInChange, signOut } from "/assets/auth.js";
 import { ApiError, config, request } from "/assets/api.js";
-import { agreementChart, decisionsChart } from "/assets/charts.js";
+import { agreementChart, decisionsChart, missRateChart } from "/assets/charts.js";
 
 const $ = (id) => document.getElementById(id);
 // Held: the resident was shown the fallback (a screen held the draft, or the model hit its cap or never
-// ended), so a decision sends them something. Awaiting: the resident saw the reply; a person checks it.
+// ended), so a decision sends them something. Awaiting: the resident saw the reply and the desk drew it
+// for a check (a share of the shown replies, at the pack's rate: the rest are never queued).
 const TABS = {
   held: { title: "Held replies", path: "/staff/reviews", query: "drafted=false&review=pending&order=oldest&limit=100" },
   awaiting: {
@@ -421,6 +422,7 @@ function handoffView(item) {
       ["Claim", claim],
     ]),
   ];
+  if (item.contact) parts.push(contactSection(item));
   if (item.handoff_status === "open") {
     const mine = item.claim && item.claim.mine;
     const typed = typedFor(state.item.path);
@@ -444,6 +446,49 @@ function handoffView(item) {
   }
   parts.push(itemNotices());
   return parts;
+}
+
+// The resident's contact form: that one was left, and (for the claim's holder, each time audited) what
+// it says. What it says lives only in this view's memory, and goes when another item is opened.
+function contactSection(item) {
+  const left = item.contact;
+  const what = [left.has_detail ? `a contact detail (${left.channel})` : null, left.has_note ? "a note" : null].filter(Boolean).join(" and ");
+  const shown = state.item.contact;
+  const mine = item.claim && item.claim.mine;
+  const parts = [
+    el("h3", { id: "contact-heading", text: "Contact form" }),
+    el("p", { text: `The resident left ${what} (${when(left.left_at)}); kept until ${when(left.expires_at)}, or until this hand-off is closed.` }),
+  ];
+  if (shown) {
+    parts.push(facts([
+      ["Contact by", shown.channel],
+      ["Detail", shown.detail || "none"],
+      ["Note for staff", shown.note || "none"],
+    ]));
+  } else if (item.handoff_status === "open") {
+    parts.push(
+      el("button", { type: "button", id: "show-contact", class: "secondary", disabled: mine ? null : "", onclick: showContact, text: "Show what the resident left" }),
+      mine ? null : el("p", { class: "notice status", text: "Claim the hand-off to see it; each look is recorded in the audit trail." }),
+    );
+  }
+  return el("section", { id: "item-contact", "aria-labelledby": "contact-heading" }, ...parts);
+}
+
+async function showContact() {
+  clearProblem();
+  try {
+    state.item.contact = await api("POST", `${state.item.path}/contact`);
+  } catch (error) {
+    problem(error);
+    return;
+  }
+  await reloadItem();
+  say("Shown below the hand-off's details; this look is recorded in the audit trail.");
+  const heading = document.getElementById("contact-heading");
+  if (heading) {
+    heading.tabIndex = -1;
+    heading.focus();
+  }
 }
 
 function typedFor(path) {
@@ -620,11 +665,26 @@ async function replyTo(textarea) {
 
 async function showFigures() {
   const stats = await api("GET", "/staff/stats");
-  $("charts").replaceChildren(decisionsChart(stats.decisions_per_day), agreementChart(stats.screens_overall, stats.screens, screenLabel));
+  const enough = stats.readable_sample;
+  $("charts").replaceChildren(
+    decisionsChart(stats.decisions_per_day),
+    missRateChart(stats.screens_missed, enough),
+    agreementChart(stats.screens_overall, stats.screens, screenLabel, enough),
+  );
   const share = (value) => (value === null ? "none yet" : `${Math.round(value * 100)}%`);
   const seconds = (value) => (value === null ? "none yet" : `${Math.round(value)} s`);
+  // The screens' miss rate from the checked sample of shown replies: a bare percentage only from enough checks.
+  const missed = stats.screens_missed;
+  const missRate = !missed.checked
+    ? "none checked yet"
+    : !missed.readable
+      ? `too few checked to read: ${missed.rejected} of ${missed.checked} rejected (${enough} checks needed)`
+      : `${share(missed.share)} (95% interval ${share(missed.low)} to ${share(missed.high)}), from ${missed.checked} checked`;
+  const drawn = stats.shown_check_rate >= 1 ? "every one" : `${share(stats.shown_check_rate)}, drawn at random`;
   const rows = [
-    ["Replies awaiting a check", stats.reviews.pending],
+    ["Replies awaiting a check (every held reply, and the shown ones drawn)", stats.reviews.pending],
+    ["Shown replies checked", drawn],
+    ["Shown replies staff rejected (the screens' misses)", missRate],
     ["Approved", stats.reviews.approved],
     ["Rejected without a correction", stats.reviews.rejected],
     ["Rejected with a correction", stats.reviews.corrected],

@@ -142,9 +142,11 @@ class ReplyScreen(StrEnum):
 
 
 class HumanReview(StrEnum):
-    """Every generated reply awaits a person's check (pending until a staff decision); fixed text needs none."""
+    """A generated reply's human check: pending until a staff decision, or not drawn (a shown reply the
+    desk's draw left unchecked: dialogue.human_checks); fixed text needs none."""
 
     PENDING = "pending"
+    NOT_DRAWN = "not drawn"
     NOT_APPLICABLE = "not applicable"
     APPROVED = "approved"
     REJECTED = "rejected"
@@ -161,7 +163,7 @@ HANDED_OFF = frozenset({Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF}
 class Queue(StrEnum):
     """The staff desk's work queues, each a partition of the table's sparse queue index."""
 
-    REVIEW = "review"  # every generated reply, once screened
+    REVIEW = "review"  # every held reply, and each shown one drawn for a check, once screened
     HANDOFF = "handoff"  # every hand_off, abstain_hand_off and refuse turn
 
 

@@ -16,6 +16,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.actions import HANDED_OFF, Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
+from dialogue.contact import contact_reply
 from dialogue.errors import (
     ConversationNotFound,
     GeneratedTurnLimitReached,
@@ -178,6 +179,8 @@ def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
     """The reply of a fixed-text turn, rebuilt from its stored slots; None for a generated turn."""
     if turn.reply_source is not ReplySource.FIXED:
         return None
+    if (text := contact_reply(turn, pack)) is not None:  # the contact form's turns (dialogue.contact)
+        return text
     state, _ = DialogueState.read_stored(pack.frame, turn.slots)
     return fixed_reply(Action(turn.action), state, pack, turn.topic if pack.topic(turn.topic) else None)
 

@@ -2,7 +2,9 @@
 
 Two queues, each a partition of the table's sparse queue index (dialogue.aws.table.QUEUE_INDEX):
 
-- review: every generated reply once screened. A person claims it, reads the draft, the handbook rows
+- review: every held reply once screened, and each reply shown as drafted that the desk's draw picked
+  for a check (dialogue.human_checks; in the lesson profile, every generated reply). A person claims it,
+  reads the draft, the handbook rows
   the prompt used, the screens that fired and the reply shown, then approves or rejects it with a
   reason code from the pack; a rejection may carry a correction, posted to the resident as a staff
   message. The turn's `human_review` becomes approved, rejected or corrected.
@@ -17,6 +19,7 @@ messages, with their own retention, and never in an audit item or a log line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
@@ -44,6 +47,7 @@ from dialogue.errors import (
     StaffTextTooLong,
 )
 from dialogue.pack import DomainPack
+from dialogue.ports import SealedContact
 from dialogue.records import Draft, TurnRecord
 
 
@@ -98,12 +102,32 @@ class ReviewItem(DeskItem):
     finalized_at: datetime | None = None
 
 
+class ContactLeft(BaseModel):
+    """That the resident left a contact form on this conversation, without what it says: opening it is a
+    separate, audited step (POST .../contact)."""
+
+    channel: str
+    has_detail: bool
+    has_note: bool
+    left_at: datetime
+    expires_at: datetime
+
+
+class ContactShown(ContactLeft):
+    """What the resident wrote in the contact form, opened for one member of staff (the read is audited)."""
+
+    detail: str | None
+    note: str | None
+
+
 class HandoffItem(DeskItem):
     intent: str
     injection_screen: bool
     privileged_request: bool
     handoff_status: HandoffStatus
     closed_at: datetime | None = None
+    # The conversation's contact form, when the resident left one (shown on its hand-offs only, unopened).
+    contact: ContactLeft | None = None
 
 
 class DecisionRequest(BaseModel):
@@ -229,9 +253,21 @@ def review_item(
     )
 
 
-def handoff_item(turn: TurnRecord, staff: StaffMember, now: datetime) -> HandoffItem:
+def handoff_item(
+    turn: TurnRecord, staff: StaffMember, now: datetime, contact: SealedContact | None = None
+) -> HandoffItem:
+    left = None
+    if contact is not None:
+        left = ContactLeft(
+            channel=contact.channel,
+            has_detail=contact.has_detail,
+            has_note=contact.has_note,
+            left_at=contact.left_at,
+            expires_at=contact.expires_at,
+        )
     return HandoffItem(
         **_desk_fields(turn, staff, now),
+        contact=left,
         intent=turn.intent,
         injection_screen=turn.injection_screen,
         privileged_request=turn.privileged_request,
@@ -313,7 +349,15 @@ OVERALL = "overall"
 """The counters' name for "any screen": a reply the screens held (reply_screen held) or passed."""
 CLOSED = "closed"
 SHOWN_AS_DRAFTED = "shown_as_drafted"
+SHOWN_CHECKED = "shown_checked"
+SHOWN_REJECTED = "shown_checked_rejected"
+"""The checked sample of shown replies (decided, shown as drafted) and those of it staff rejected or corrected:
+counted together from their first decision on, so the miss rate's two counts cover the same decisions."""
 DECISION_OUTCOMES = (HumanReview.APPROVED, HumanReview.REJECTED, HumanReview.CORRECTED)
+READABLE_SAMPLE = 30
+"""The fewest decisions a share is read from: below it, the figures say the sample is too small."""
+Z_95 = 1.959963984540054
+"""The standard normal quantile for a two-sided 95% interval."""
 
 
 def wait_counter(seconds: float) -> str:
@@ -331,13 +375,14 @@ def screen_counter(screen: str, held: bool, *, rejected: bool = False) -> str:
 
 def decision_counters(turn: TurnRecord, review: HumanReview, decided_at: datetime) -> list[str]:
     """The counters one decision on `turn` adds 1 to: its outcome; whether the resident was shown the reply
-    as drafted; for all screens together and for each content screen, whether it held or passed the reply
-    and (for a rejection or correction) that staff rejected it; and the bucket of its seconds to decision
-    (from queued to decided)."""
+    as drafted (then it is one of the checked sample of shown replies, and whether staff rejected it); for
+    all screens together and for each content screen, whether it held or passed the reply and (for a
+    rejection or correction) that staff rejected it; and the bucket of its seconds to decision (from queued
+    to decided)."""
     rejected = review in STAFF_REJECTED
     names = [str(review)]
     if not turn.fallback_used:
-        names.append(SHOWN_AS_DRAFTED)
+        names += [SHOWN_AS_DRAFTED, SHOWN_CHECKED, *([SHOWN_REJECTED] if rejected else [])]
     held = {OVERALL: turn.reply_screen is ReplyScreen.HELD}
     held.update((str(screen), screen in turn.screens_fired) for screen in CONTENT_SCREENS)
     for screen, flag in held.items():
@@ -358,6 +403,46 @@ class ScreenAgreement(BaseModel):
     passed_rejected_share: float | None
 
 
+class SampleShare(BaseModel):
+    """A share estimated from a checked sample: `rejected` of `checked`, with its 95% Wilson score interval
+    (`low`, `high`). `readable`: the sample holds at least READABLE_SAMPLE decisions; below that the share
+    is too uncertain to read as a figure. None where nothing was checked."""
+
+    checked: int
+    rejected: int
+    share: float | None
+    low: float | None
+    high: float | None
+    readable: bool
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval for a proportion of `successes` in `trials` (at least 1): inside [0, 1]
+    for any count, and not collapsed to one point at 0 or at every trial, as the normal approximation is."""
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError("the interval needs 0 <= successes <= trials and at least one trial")
+    share, z2 = successes / trials, z * z
+    middle = (share + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z * math.sqrt(share * (1 - share) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
+    # At 0 or at every trial one end is exactly 0 or 1, which rounding would miss by an ulp.
+    low = 0.0 if successes == 0 else max(0.0, middle - half)
+    high = 1.0 if successes == trials else min(1.0, middle + half)
+    return low, high
+
+
+def sample_share(rejected: int, checked: int) -> SampleShare:
+    """`rejected` of `checked` as a SampleShare."""
+    low, high = wilson_interval(rejected, checked) if checked else (None, None)
+    return SampleShare(
+        checked=checked,
+        rejected=rejected,
+        share=_share(rejected, checked),
+        low=low,
+        high=high,
+        readable=checked >= READABLE_SAMPLE,
+    )
+
+
 class DayOfDecisions(BaseModel):
     """How many replies staff decided on one day (UTC), by outcome."""
 
@@ -373,7 +458,12 @@ class DeskStats(BaseModel):
     `decisions_per_day`: the last 30 days that had decisions, oldest first. The median and p90 of the
     seconds to decision are bucket bounds: the upper bound of the WAIT_BUCKETS bucket that holds the
     nearest-rank median or 90th percentile (the last bound, 30 days, for a wait longer than that).
-    `shown_as_drafted_share`: of the decided replies, the share the resident was shown as drafted."""
+    `shown_as_drafted_share`: of the decided replies, the share the resident was shown as drafted.
+    `screens_missed`: the screens' miss rate, estimated from the checked sample of shown replies (decided
+    replies the resident saw as drafted): the share staff rejected or corrected, with its 95% interval.
+    `shown_check_rate`: the chance a shown reply is drawn for a check (1 in the lesson profile), so the
+    pending reviews are the held replies and about that share of the shown ones. `readable_sample`: the
+    fewest decisions a share is read from (READABLE_SAMPLE); the console says "too few" below it."""
 
     reviews: dict[str, int]
     handoffs: dict[str, int]
@@ -384,6 +474,9 @@ class DeskStats(BaseModel):
     shown_as_drafted_share: float | None
     screens_overall: ScreenAgreement
     screens: dict[str, ScreenAgreement]
+    screens_missed: SampleShare
+    shown_check_rate: float
+    readable_sample: int = READABLE_SAMPLE
 
 
 class DeskCounters(BaseModel):
@@ -436,8 +529,9 @@ def bucket_percentile(counts: Mapping[str, int], fraction: float) -> float | Non
     raise AssertionError("unreachable: the rank is at most the total")
 
 
-def stats_from_counters(counters: DeskCounters) -> DeskStats:
-    """The desk's figures from its counters (see DeskStats for what each means)."""
+def stats_from_counters(counters: DeskCounters, shown_check_rate: float = 1.0) -> DeskStats:
+    """The desk's figures from its counters (see DeskStats for what each means); `shown_check_rate`, the
+    chance a shown reply is drawn for a check (dialogue.human_checks.shown_check_rate), is reported with them."""
     total = counters.total
     decided = sum(total.get(str(outcome), 0) for outcome in DECISION_OUTCOMES)
     reviews = {str(HumanReview.PENDING): counters.pending_reviews}
@@ -456,4 +550,6 @@ def stats_from_counters(counters: DeskCounters) -> DeskStats:
         shown_as_drafted_share=_share(total.get(SHOWN_AS_DRAFTED, 0), decided),
         screens_overall=_agreement(total, OVERALL),
         screens={str(screen): _agreement(total, str(screen)) for screen in CONTENT_SCREENS},
+        screens_missed=sample_share(total.get(SHOWN_REJECTED, 0), total.get(SHOWN_CHECKED, 0)),
+        shown_check_rate=shown_check_rate,
     )

@@ -110,6 +110,37 @@ class InvalidIdempotencyKey(DialogueError):
     message = "The Idempotency-Key header must be 1 to 128 letters, digits, dots, underscores, colons or hyphens."
 
 
+class ContactFormUnavailable(DialogueError):
+    status = HTTPStatus.NOT_FOUND
+    message = "This desk has no contact form."
+
+
+class ContactNotAccepted(DialogueError):
+    """A contact form the desk cannot use: nothing is stored, and the sentence never holds what was sent."""
+
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    message = "The contact detail does not have the format the form asks for, or the note is too long."
+    shown = "Please check the detail: it does not look like the format the form asks for."
+
+
+class NothingToLeave(DialogueError):
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    message = "Give a contact detail for the chosen channel, or a note for staff."
+    shown = "Please give a contact detail or a note for staff."
+
+
+class SealUnavailable(DialogueError):
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    retry = True
+    message = "The contact detail could not be stored safely right now; try again shortly."
+    shown = NOT_ANSWERING
+
+
+class NoContactLeft(DialogueError):
+    status = HTTPStatus.NOT_FOUND
+    message = "This conversation has no contact detail or note kept."
+
+
 # --- the staff desk ----------------------------------------------------------------------------------
 
 
@@ -216,6 +247,12 @@ REQUEST_ERRORS: dict[str, ErrorKind] = {
         f"A message must hold between 1 and {MAX_TURN_TEXT_CHARS:,} characters.",
     ),
     "unexpected_field": ErrorKind(400, False, "The body holds a field this route does not take."),
+    "invalid_contact": ErrorKind(
+        422,
+        False,
+        'A contact form is {"detail": text, "note": text}, each optional and within the form\'s length.',
+        "Please shorten the detail or the note: it is longer than the form takes.",
+    ),
     "invalid_text_type": ErrorKind(400, False, "Every text field must be a string."),
     "invalid_cursor": ErrorKind(
         400, False, "The cursor must be one this API gave: a next_cursor, or for after a whole number from 0."

@@ -43,6 +43,8 @@ def choose_action(
     changed a slot."""
     if understanding.must_refuse:
         return Action.REFUSE
+    if understanding.contact_typed:  # a number or an address in the chat: point at the form, keep nothing
+        return Action.CLARIFY
     if understanding.route == "abstain":
         return Action.ABSTAIN_HAND_OFF
     if understanding.route == "hand_off":

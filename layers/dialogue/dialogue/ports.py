@@ -8,6 +8,7 @@ do so on DynamoDB, SQS and ECS, and tests and devstack may pass their own.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -43,6 +44,20 @@ class StaffMessage(BaseModel):
     at: datetime
 
 
+@dataclass(frozen=True)
+class SealedContact:
+    """A conversation's CONTACT item (dialogue.contact): the detail and note sealed with the stack's key,
+    and what staff may know without opening it. Never user text in the clear."""
+
+    sealed: bytes
+    channel: str
+    has_detail: bool
+    has_note: bool
+    left_at: datetime
+    expires_at: datetime
+    turn_id: int | None = None  # as read back: the hand-off turn that was written with it
+
+
 class Thread(BaseModel):
     """A conversation's turns (in order), the generated turns' replies by turn id, and its staff messages."""
 
@@ -57,8 +72,16 @@ class ConversationStore(Protocol):
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None: ...
 
     def commit_turn(
-        self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
+        self,
+        before: ConversationRecord,
+        after: DialogueState,
+        turn: TurnRecord,
+        *,
+        request_key: str | None = None,
+        contact: SealedContact | None = None,
     ) -> Committed: ...
+
+    def read_contact(self, conversation_id: UUID) -> SealedContact | None: ...
 
     def turn_of_request(self, conversation_id: UUID, request_key: str) -> int | None: ...
 

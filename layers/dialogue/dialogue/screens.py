@@ -22,7 +22,9 @@ wrote it.
 
 Generation checks: the model hit its token cap, never emitted EOS, failed, or the prompt was over
 budget. Any of these shows the fixed fallback; only a content screen labels the reply
-"held for human review". Every generated reply's human check stays "pending".
+"held for human review". Which replies then wait for a person's check is dialogue.human_checks': in the
+lesson profile every generated reply's human check is "pending"; at a desk a reply shown as the fallback
+always is, and a reply shown as drafted is drawn at the desk's rate.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from dialogue.actions import Action, HumanReview, ReplyScreen, Screen, ScreenProfile
+from dialogue.human_checks import Draw, human_review
 from dialogue.normalize import normalize, normalize_reply
 from dialogue.pack import DomainPack, SlotSpec
 from dialogue.pack.compiled import CompiledDeskWords
@@ -297,9 +300,12 @@ def generation_problems(realized: RealizedReply) -> tuple[Screen, ...]:
     return tuple(screen for screen, fired in checks if fired)
 
 
-def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | None = None) -> ScreenOutcome:
+def decide(
+    realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | None = None, draw: Draw | None = None
+) -> ScreenOutcome:
     """Screen a realized reply with `profile` (default: the pack's) and choose what the user sees: the
-    reply, or the fixed fallback."""
+    reply, or the fixed fallback; and whether it waits for a person's check (dialogue.human_checks, with
+    `draw` for the random source, default the installed one)."""
     job = realized.job
     profile = profile or pack.spec.screens.profile
     report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids, profile)
@@ -309,7 +315,9 @@ def decide(realized: RealizedReply, pack: DomainPack, profile: ScreenProfile | N
         screens_fired=fired,
         fallback_used=bool(fired),
         reply_screen=report.label,
-        human_review=HumanReview.PENDING,
+        human_review=human_review(
+            fallback_used=bool(fired), profile=profile, rate=pack.spec.staff.shown_check_rate, source=draw
+        ),
         final_reply=final_reply,
         draft=Draft(
             text=realized.text,

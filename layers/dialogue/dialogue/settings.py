@@ -42,6 +42,8 @@ class Settings(BaseSettings):
     audit_retention_days: Annotated[int, Field(ge=1, le=3650)] = 365
     # The audit's WORM copy: an S3 bucket under Object Lock (AUDIT_BUCKET); empty, no copy is written.
     audit_bucket: str = ""
+    # The contact form's KMS key (CONTACT_KEY_ID: an id, ARN or alias); empty, the form is refused.
+    contact_key_id: str = ""
     # The realizer's ECS service, which the dispatch function wakes from zero (dialogue.aws.ecs); both
     # empty (no realizer deployed, or a local stack), nothing is woken.
     realizer_cluster: str = ""

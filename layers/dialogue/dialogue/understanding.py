@@ -67,6 +67,9 @@ Answer = Literal["yes", "no", "unsure"]
 
 _WORD = re.compile(r"\w+")
 
+CONTACT_TYPED = "contact_typed"
+"""The intent of a turn that typed a contact detail into the chat ([contact] typed_pattern, dialogue.contact)."""
+
 
 class Understanding(BaseModel):
     """What the rules read from one user turn."""
@@ -88,6 +91,9 @@ class Understanding(BaseModel):
     # The desk profile: a short yes, no or "not sure" to the desk's last question, and "start over".
     answer: Answer | None = None
     restart: bool = False
+    # The desk profile: a phone number or an email address typed into the chat ([contact] typed_pattern).
+    # Nothing of the turn is kept; the desk points at the contact form, which is kept apart.
+    contact_typed: bool = False
 
     @property
     def must_refuse(self) -> bool:
@@ -441,6 +447,16 @@ def understand(text: str, pack: DomainPack, asked: str | None = None) -> Underst
         index = pack.example_index
         found = index.match(normalized) if index is not None else None
         examples = pack.examples or _NO_EXAMPLES
+        typed = patterns.contact_typed
+        if not screened and typed is not None and typed.search(normalized) is not None:
+            return Understanding(
+                intent=CONTACT_TYPED,
+                route="enroll",
+                injection_screen=False,
+                privileged_request=False,
+                slot_updates={},
+                contact_typed=True,
+            )
         return _read_at_desk(normalized, pack, found, examples, asked, injection, staff_only)
     updates, mentions_values, mentions_any = ({}, False, False) if screened else _read_slots(normalized, pack)
     intent, route, question, topic = _route(

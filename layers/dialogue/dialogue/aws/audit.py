@@ -33,7 +33,7 @@ from dialogue.aws.observability import logger, metrics
 from dialogue.aws.table import DynamoTable, store_errors, stored_time, ttl_epoch
 from dialogue.desk import StaffMember
 
-AuditAction = Literal["claim", "release", "decision", "reply", "close"]
+AuditAction = Literal["claim", "release", "decision", "reply", "close", "read_contact"]
 
 
 class AuditLinks(DynamoTable):

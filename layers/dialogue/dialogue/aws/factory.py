@@ -9,6 +9,7 @@ import boto3
 from botocore.config import Config
 
 from dialogue.aws.ecs import EcsServiceWaker
+from dialogue.aws.sealing import KmsSealer
 from dialogue.aws.sqs import SqsDispatchQueues
 from dialogue.aws.stores import DynamoConversationStore, DynamoDeskStore
 from dialogue.ports import RealizerWaker
@@ -46,6 +47,14 @@ def get_desk_store() -> DynamoDeskStore:
 
 
 @lru_cache(maxsize=1)
+def get_sealer() -> KmsSealer | None:
+    """The contact form's seal on the stack's KMS key (CONTACT_KEY_ID), or None where none is named: then
+    the form is refused (503) and nothing is stored."""
+    settings = get_settings()
+    return KmsSealer(boto3.client("kms"), settings.contact_key_id) if settings.contact_key_id else None
+
+
+@lru_cache(maxsize=1)
 def get_dispatch_queues() -> SqsDispatchQueues:
     settings = get_settings()
     return SqsDispatchQueues(
@@ -75,6 +84,7 @@ def reset_caches() -> None:
     get_store.cache_clear()
     get_desk_store.cache_clear()
     get_dispatch_queues.cache_clear()
+    get_sealer.cache_clear()
     get_realizer_waker.cache_clear()
     get_settings.cache_clear()
     forget_loaded_packs()

@@ -48,7 +48,7 @@ from dialogue.errors import (
     NotInQueue,
     StaffWriteConflict,
 )
-from dialogue.ports import StaffMessage
+from dialogue.ports import SealedContact, StaffMessage
 from dialogue.records import TurnRecord
 
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
@@ -264,7 +264,26 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         )  # fmt: skip
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
         counted = self._counted([CLOSED], now, per_day=False)
-        self._transact([update, audit, *counted], conversation_id, turn_id, queue, staff, now)
+        forget = []  # the resident's contact form goes with the hand-off it opened (dialogue.contact)
+        contact = self.read_contact(conversation_id)
+        if contact is not None and contact.turn_id == turn_id:
+            forget.append(self._forget_contact(conversation_id, now))
+        self._transact([update, audit, *counted, *forget], conversation_id, turn_id, queue, staff, now)
+
+    def contact_for_staff(
+        self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime
+    ) -> SealedContact | None:
+        """The conversation's sealed contact, for `staff` on one of its open hand-offs that they hold a live
+        claim on; the read is audited on that item in the same transaction (a refused read writes nothing).
+        None when the resident left none, or it has expired."""
+        contact = self.read_contact(conversation_id, now)
+        if contact is None:
+            return None
+        queue = Queue.HANDOFF
+        check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
+        audit = self._audit(conversation_id, turn_id, queue, staff, now, "read_contact")
+        self._transact([check, audit], conversation_id, turn_id, queue, staff, now)
+        return contact
 
     def _on_claimed(
         self,

@@ -1,9 +1,9 @@
 """The conversation's REPLY items and staff messages: a screened reply stored, and the resident's message
 list read (whole, or backwards from its end).
 
-- A generated turn's REPLY item (`TURN#<turn:06d>#REPLY`) holds the reply shown and, when it awaits a
-  person's check, the draft the screens judged; it is written with the turn's final status, in one
-  transaction (`record_screened_reply`).
+- A generated turn's REPLY item (`TURN#<turn:06d>#REPLY`) holds the reply shown and the draft the screens
+  judged; it is written with the turn's final status, in one transaction (`record_screened_reply`), which
+  puts the turn in the review queue when its human check is pending (held, or drawn: dialogue.human_checks).
 - Staff messages: `MSG#<turn count:06d>#<n:06d>` under the conversation, n from the conversation's
   STAFFMSG counter. A message and its counter are written in one transaction, conditional on the
   counter and on the conversation's turn count (`staff_message_items`), so messages are committed in the
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from dialogue.actions import Queue, ReplySource, TurnStatus
+from dialogue.actions import HumanReview, Queue, ReplySource, TurnStatus
 from dialogue.aws.table import (
     CONDITION_FAILED,
     MESSAGE_PREFIX,
@@ -64,10 +64,12 @@ class ReplyItems(TurnItems):
         draft = outcome.draft.model_dump(mode="json") if outcome.draft is not None else {}
         if draft and draft["text"] == outcome.final_reply:
             del draft["text"]
-        # A reply that awaits a person's check (it has a draft) is kept as long as its turn, so the draft is
+        # A reply that awaits a person's check (a draft, pending) is kept as long as its turn, so the draft is
         # there when staff decide; the decision then keeps it REPLY_RETENTION_HOURS more
-        # (DynamoDeskStore.decide). A deadline's fallback, which no one checks, is kept that long now.
-        kept = self._retention if outcome.draft is not None else self._reply_retention
+        # (DynamoDeskStore.decide). A shown reply not drawn for a check, and a deadline's fallback, which no
+        # one checks, are kept that long now.
+        awaits_check = outcome.draft is not None and outcome.human_review is HumanReview.PENDING
+        kept = self._retention if awaits_check else self._reply_retention
         reply_item = self._item(
             {
                 "pk": partition_key(conversation_id),
@@ -92,11 +94,12 @@ class ReplyItems(TurnItems):
             assignments += ", screens_fired = :fired"
             values[":fired"] = {str(screen) for screen in outcome.screens_fired}
         names = {"#status": "status"}
-        if outcome.draft is not None:  # a screened draft awaits a person's check: the review queue
+        if awaits_check:  # a screened draft awaits a person's check: the review queue
             assignments += f", #queue = :queue, {OPEN_QUEUE} = :queue, queued_at = :now"
             values[":queue"] = str(Queue.REVIEW)
             names["#queue"] = "queue"
-        # (A deadline's fallback has no draft and needs no review: human_review is "not applicable".)
+        # (A shown reply not drawn is "not drawn", and a deadline's fallback, which has no draft, "not
+        # applicable": neither enters a queue.)
         codes = self._write_transaction(
             [
                 {

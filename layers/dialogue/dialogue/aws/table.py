@@ -3,9 +3,11 @@
 One table, keys `pk`/`sk`, TTL `expires_at`. Under `CONV#<conversation id>`: one STATE item, one TURN
 item per turn (`TURN#<turn:06d>`), one REPLY item per generated reply (`TURN#<turn:06d>#REPLY`), one
 REQUEST item per idempotency key a client used (a hash of the key), the staff messages
-(`MSG#<turn count:06d>#<n:06d>`) and their STAFFMSG counter. `AUDIT#<conversation id>` holds the staff
+(`MSG#<turn count:06d>#<n:06d>`), their STAFFMSG counter and, when the resident used the contact form, one
+CONTACT item, sealed with the stack's KMS key (dialogue.contact). `AUDIT#<conversation id>` holds the staff
 audit's hash chains (dialogue.aws.audit) and `STATS` the desk's counters (dialogue.aws.figures). Items
-hold slots, actions, flags, timestamps and a hash of each key; the staff's own messages are the only text.
+hold slots, actions, flags, timestamps and a hash of each key; the staff's own messages are the only text
+in the clear.
 
 The store is one class per concern, each on what it needs: `DynamoTable` (here: the client, item
 mapping, reads), `TurnItems` (dialogue.aws.turns), `ReplyItems` (dialogue.aws.replies), and the desk's
@@ -46,6 +48,8 @@ def store_errors() -> Iterator[None]:
 
 
 STATE_SK = "STATE"
+CONTACT_SK = "CONTACT"
+"""The resident's contact form, sealed with the stack's key (dialogue.contact): the one item with their words."""
 TURN_PREFIX = "TURN#"
 MESSAGE_PREFIX = "MSG#"
 STAFF_COUNTER_SK = "STAFFMSG"

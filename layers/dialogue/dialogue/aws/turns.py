@@ -11,13 +11,14 @@ dispatch function, `is_pending_turn_insert` below and dialogue.dispatch).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from dialogue.actions import HandoffStatus, HumanReview, TurnStatus
 from dialogue.aws.table import (
     CONDITION_FAILED,
+    CONTACT_SK,
     OPEN_QUEUE,
     PENDING_TURN,
     PENDING_TURN_INDEX,
@@ -38,7 +39,7 @@ from dialogue.aws.table import (
     turn_sort_key,
 )
 from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
-from dialogue.ports import Committed
+from dialogue.ports import Committed, SealedContact
 from dialogue.records import ConversationRecord, TurnRecord
 from dialogue.state import DialogueState
 
@@ -118,6 +119,59 @@ class TurnItems(DynamoTable):
             }
         )
 
+    def _contact_item(self, turn: TurnRecord, contact: SealedContact) -> dict[str, Any]:
+        """The CONTACT item: the resident's detail and note, sealed (dialogue.contact); one per conversation,
+        a later form replacing it; deleted when the conversation's hand-off closes, or at its TTL."""
+        return self._item(
+            {
+                "pk": partition_key(turn.conversation_id),
+                "sk": CONTACT_SK,
+                "turn_id": turn.turn_id,
+                "sealed": contact.sealed,
+                "channel": contact.channel,
+                "has_detail": contact.has_detail,
+                "has_note": contact.has_note,
+                "left_at": stored_time(contact.left_at),
+                "expires_at": ttl_epoch(contact.expires_at),
+            }
+        )
+
+    def _contact_key(self, conversation_id: UUID) -> dict[str, Any]:
+        return self._item({"pk": partition_key(conversation_id), "sk": CONTACT_SK})
+
+    def _forget_contact(self, conversation_id: UUID, now: datetime) -> dict[str, Any]:
+        """A transaction item that removes the CONTACT item's sealed bytes and expires what is left now (an
+        update, not a delete: the staff function may delete nothing in a conversation's partition)."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._contact_key(conversation_id),
+                "UpdateExpression": "REMOVE sealed SET has_detail = :no, has_note = :no, expires_at = :now",
+                "ExpressionAttributeValues": self._item({":no": False, ":now": ttl_epoch(now)}),
+            }
+        }
+
+    def read_contact(self, conversation_id: UUID, now: datetime | None = None) -> SealedContact | None:
+        """The conversation's CONTACT item; None when there is none, or when its TTL has passed (DynamoDB
+        deletes expired items late: an expired one is never read)."""
+        response = self._get(conversation_id, CONTACT_SK)
+        if "Item" not in response or "sealed" not in response["Item"]:  # none, or forgotten at a close
+            return None
+        plain = self._plain(response["Item"])
+        expires_at = datetime.fromtimestamp(int(plain["expires_at"]), UTC)
+        if now is not None and expires_at <= now:
+            return None
+        sealed = plain["sealed"]
+        return SealedContact(
+            sealed=bytes(sealed.value if hasattr(sealed, "value") else sealed),
+            channel=plain["channel"],
+            has_detail=bool(plain["has_detail"]),
+            has_note=bool(plain["has_note"]),
+            left_at=datetime.fromisoformat(plain["left_at"]),
+            expires_at=expires_at,
+            turn_id=int(plain["turn_id"]),
+        )
+
     def create_conversation(self, record: ConversationRecord) -> None:
         with store_errors():
             self._client.put_item(
@@ -143,7 +197,13 @@ class TurnItems(DynamoTable):
         )
 
     def commit_turn(
-        self, before: ConversationRecord, after: DialogueState, turn: TurnRecord, *, request_key: str | None = None
+        self,
+        before: ConversationRecord,
+        after: DialogueState,
+        turn: TurnRecord,
+        *,
+        request_key: str | None = None,
+        contact: SealedContact | None = None,
     ) -> Committed:
         """Write the turn and the new state in one transaction; say which turn answers it, and whether
         this call wrote it.
@@ -191,6 +251,8 @@ class TurnItems(DynamoTable):
                     }
                 }
             )
+        if contact is not None:  # after the REQUEST item's place: its code is read at index 2
+            items.append({"Put": {"TableName": self._table, "Item": self._contact_item(turn, contact)}})
         codes = self._write_transaction(items)
         if codes is None:
             return Committed(turn.turn_id, wrote=True)

@@ -62,6 +62,7 @@ class CompiledPatterns:
     double_negation: re.Pattern[str] | None
     correction_marker: re.Pattern[str]
     answers: CompiledAnswers | None
+    contact_typed: re.Pattern[str] | None  # a number or an address typed into the chat ([contact])
     program_aliases: Mapping[str, re.Pattern[str]]
     any_program_alias: re.Pattern[str] | None
     required: Mapping[Action, tuple[re.Pattern[str], ...]]
@@ -106,6 +107,7 @@ class CompiledPatterns:
             )
             if rules.answers
             else None,
+            contact_typed=understanding(spec.contact.typed_pattern) if spec.contact else None,
             program_aliases={program.id: compile_pattern(program.reply_alias_pattern) for program in spec.programs},
             any_program_alias=_any_of([program.reply_alias_pattern for program in spec.programs]),
             required={

@@ -390,10 +390,14 @@ class ScreenPatterns(_Strict):
 
 
 class StaffDesk(_Strict):
-    """The staff desk's words: the reasons a person may reject a reply for, and a staff message's limit."""
+    """The staff desk's words: the reasons a person may reject a reply for, a staff message's limit, and the
+    share of shown replies drawn for a person's check."""
 
     reason_codes: tuple[Identifier, ...] = Field(min_length=1)
     max_message_chars: Annotated[int, Field(ge=1, le=4000)]
+    # In the desk profile, each reply the resident saw as drafted is drawn for a check with this chance
+    # (dialogue.human_checks); a held reply is always checked. Above 0, so the screens' miss rate stays measured.
+    shown_check_rate: Annotated[float, Field(gt=0, le=1)] = 0.10
 
     @field_validator("reason_codes")
     @classmethod
@@ -401,6 +405,41 @@ class StaffDesk(_Strict):
         if len(set(codes)) != len(codes):
             raise ValueError("reason codes must be distinct")
         return codes
+
+
+class ContactDetail(_Strict):
+    """How one channel value takes a detail in the chat's contact form: the field's label, its kind (the
+    browser's keyboard and autofill: a number, an address one writes to online, or a postal address) and
+    the format a detail must have."""
+
+    label: NonEmptyText
+    kind: Literal["number", "address", "street"]
+    # The whole detail must match (after spaces at either end are trimmed); say the format in `hint`.
+    pattern: PatternText
+    hint: NonEmptyText
+    max_chars: Annotated[int, Field(ge=3, le=200)] = 80
+
+
+class ContactForm(_Strict):
+    """The chat's contact form, kept apart from the dialogue (DESIGN.md invariant 1): the channel values
+    that take a detail and their format, a note for staff, how long they are kept, and the desk's texts.
+
+    What a resident writes in it is sealed with the stack's key in its own item, read only by staff on the
+    conversation's hand-off item (each read audited), and deleted when that item closes or at `keep_days`."""
+
+    slot: Identifier
+    # The form's heading on the chat page ("Leave a phone number or a note for staff").
+    title: NonEmptyText
+    details: dict[Identifier, ContactDetail] = Field(min_length=1)
+    note_label: NonEmptyText
+    note_max_chars: Annotated[int, Field(ge=1, le=1000)] = 500
+    keep_days: Annotated[int, Field(ge=1, le=90)] = 30
+    # The desk's reply once a detail or note is left (a hand-off to staff); may name {<slot>} values.
+    received_text: NonEmptyText
+    # The desk's reply to a turn that types a number or an address into the chat: it is not kept there.
+    typed_in_chat_text: NonEmptyText
+    # Found anywhere in a turn: a phone number or an email address typed into the chat.
+    typed_pattern: UnderstandingPatternText
 
 
 class DomainInfo(_Strict):
@@ -468,6 +507,7 @@ class DomainSpec(_Strict):
     prompts: Prompts
     screens: ScreenPatterns
     staff: StaffDesk
+    contact: ContactForm | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> DomainSpec:
@@ -513,6 +553,14 @@ class DomainSpec(_Strict):
                     _check_placeholders(getattr(spec.desk, field), slot_names, where)
         for index, topic in enumerate(self.topics):
             _check_placeholders(topic.fixed_text, slot_names, located("topics", index, "fixed_text"))
+        if self.contact is not None:
+            contact = self.contact
+            if contact.slot not in slot_names:
+                raise ValueError(f"{located('contact', field='slot')}: {contact.slot!r} is no slot")
+            if unknown := sorted(set(contact.details) - set(self.frame.slot(contact.slot).values) - {UNKNOWN}):
+                raise ValueError(f"{located('contact', field='details')}: {unknown} are no values of {contact.slot}")
+            for field in ("received_text", "typed_in_chat_text"):
+                _check_placeholders(getattr(contact, field), slot_names, located("contact", field=field))
         for index, rows in enumerate(self.fact_rows):
             if rows.program not in program_ids:
                 raise ValueError(f"{located('fact_rows', index, 'program')}: {rows.program!r} is no program")

@@ -1,0 +1,67 @@
+"""The contact form in Chromium (issue 40, item 1): a resident who chose phone leaves a number in the chat's
+separate form, and the member of staff who claims the hand-off it opens sees it; a number typed into the
+chat itself is answered with a pointer to the form. Both pages pass axe with no serious violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from playwright.sync_api import Browser, expect
+from serving import Served
+from test_pages import REPLY_WAIT_MS, Resident, Staff, serious_violations
+
+from dialogue.pack import get_pack
+
+NUMBER = "07700 900123"
+
+
+def test_a_number_left_in_the_form_reaches_the_staff_member_who_claims_its_hand_off(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    served = server_factory()  # a desk of its own: its only hand-off is this one
+    form = get_pack().spec.contact
+    assert form is not None
+    resident = Resident(browser, served, width=390, height=844)  # a phone
+    resident.say("forklift")
+    contact = resident.page.locator("#contact")
+    expect(contact).to_be_visible()
+    expect(contact).not_to_have_attribute("open", "")  # nothing to reach yet: it waits, closed
+    resident.say("call me")
+    expect(contact).to_have_attribute("open", "")  # the channel is chosen: the form opens, once
+    field = resident.page.get_by_label("Your phone number")
+    expect(field).to_have_attribute("type", "tel")
+    expect(field).to_have_attribute("autocomplete", "tel")
+
+    field.fill("call me maybe")
+    resident.page.get_by_role("button", name="Send to staff").click()
+    expect(resident.page.locator("#contact-status")).to_have_text(
+        "Please check the detail: it does not look like the format the form asks for."
+    )
+    answered = resident.page.locator("#transcript li.assistant").count()
+    field.fill(NUMBER)
+    resident.page.get_by_label(form.note_label).fill("After 3pm please.")
+    resident.page.get_by_role("button", name="Send to staff").click()
+    expect(resident.page.locator("#contact-status")).to_have_text("Sent to staff. Only they can read it.")
+    expect(resident.page.locator("#transcript li.assistant")).to_have_count(answered + 1, timeout=REPLY_WAIT_MS)
+    assert resident.assistant_replies()[-1] == form.received_text
+    expect(field).to_have_value("")  # the page keeps nothing of it either
+
+    resident.say(f"or just ring {NUMBER}")
+    assert resident.assistant_replies()[-1] == form.typed_in_chat_text
+    assert serious_violations(resident.page) == []
+
+    staff = Staff(browser, served)
+    staff.open_first("Hand-offs")
+    item = staff.page.locator("#item-panel")
+    section = item.locator("#item-contact")
+    expect(section).to_contain_text("The resident left a contact detail (phone) and a note")
+    show = section.get_by_role("button", name="Show what the resident left")
+    expect(show).to_be_disabled()  # only for the claim's holder
+    expect(item).not_to_contain_text(NUMBER)
+    staff.claim()
+    section.get_by_role("button", name="Show what the resident left").click()
+    expect(section).to_contain_text(NUMBER)
+    expect(section).to_contain_text("After 3pm please.")
+    expect(item.locator("#item-trail")).to_contain_text("read_contact")
+    assert serious_violations(staff.page) == []
