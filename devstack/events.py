@@ -34,6 +34,7 @@ STAFF_ROUTES = (
     ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/reply"),
     ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/close"),
     ("POST", "/staff/handoffs/{conversation_id}/{turn_id}/contact"),
+    *(("POST", f"/staff/{queue}/{{conversation_id}}/{{turn_id}}/slots") for queue in ("reviews", "handoffs")),
 )  # fmt: skip
 """The staff API's routes (StaffApiFunction's events): each behind the JWT authorizer."""
 ROUTES = TURN_ROUTES + STAFF_ROUTES

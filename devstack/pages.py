@@ -89,7 +89,17 @@ def desk_config(pack: DomainPack) -> dict[str, Any]:
         "person_answers": domain.person_answers,
         "examples": list(domain.examples),
         "contact": _contact_config(pack),
+        "hours": _hours_config(pack),
     }
+
+
+def _hours_config(pack: DomainPack) -> dict[str, Any] | None:
+    """How the chat says when a person answers outside the desk's hours: the pack's closed_text, and the
+    locale and time zone the next opening is written in. None when the pack gives no hours."""
+    hours = pack.spec.hours
+    if hours is None:
+        return None
+    return {"time_zone": hours.time_zone, "locale": hours.locale, "closed_text": hours.closed_text}
 
 
 def _contact_config(pack: DomainPack) -> dict[str, Any] | None:

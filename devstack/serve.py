@@ -76,7 +76,8 @@ def openapi_document() -> dict[str, Any]:
 
 STAFF_API_TITLE = "Enrollment desk staff API"
 STAFF_API_DESCRIPTION = (
-    "The desk's review and hand-off queues, claims, decisions and staff messages, and its figures. Every "
+    "The desk's review and hand-off queues, claims, decisions, staff messages and corrections of a "
+    "conversation's record, and its figures. Every "
     "route needs a staff bearer token (Cognito in AWS; `python -m devstack token --staff NAME` locally)."
 )
 

@@ -1,13 +1,13 @@
 """The staff API Lambda: the desk's two queues (reviews of generated replies, hand-offs), claims,
-decisions, staff messages and the desk's figures.
+decisions, staff messages, corrections of a conversation's record and the desk's figures.
 
-Every route sits behind the HTTP API's JWT authorizer (signature, issuer, client, expiry); this
-function also checks the staff group, which the authorizer cannot. Lists come from the table's sparse
-queue index, never a Scan. Every claim, release, decision, reply and close appends an audit item: the
-next link of that turn's hash chain (dialogue.audit_chain: each link holds the hash of the one before),
-in the same transaction as the change, then copied once to the WORM audit bucket (S3 Object Lock; a
-failed copy is logged and counted as AuditCopyFailed, never the request's failure). `GET /staff/audit`
-shows a turn's trail, oldest first, and whether its chain verifies.
+Every route sits behind the HTTP API's JWT authorizer (signature, issuer, client, expiry); this function
+also checks the staff group, which the authorizer cannot. Lists come from the table's sparse queue index,
+never a Scan. Every claim, release, decision, reply, close, look at a contact form and correction of the
+record appends an audit item: the next link of that turn's hash chain (dialogue.audit_chain: each link
+holds the hash of the one before), in the same transaction as the change, then copied once to the WORM
+audit bucket (S3 Object Lock; a failed copy is logged and counted as AuditCopyFailed, never the request's
+failure). `GET /staff/audit` shows a turn's trail, oldest first, and whether its chain verifies.
 Staff text is kept only as staff messages and never logged; resident text is never here at all.
 """
 
@@ -39,7 +39,16 @@ from dialogue.aws.api import (
 from dialogue.aws.factory import get_desk_store, get_sealer
 from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.aws.stores import DynamoDeskStore
-from dialogue.desk import DecisionRequest, DeskInfo, DeskStats, HandoffItem, ReviewItem, StaffMember, StaffText
+from dialogue.desk import (
+    DecisionRequest,
+    DeskInfo,
+    DeskStats,
+    HandoffItem,
+    ReviewItem,
+    SlotCorrection,
+    StaffMember,
+    StaffText,
+)
 from dialogue.errors import DialogueError, NoContactLeft, SealUnavailable
 from dialogue.pack import get_pack
 from dialogue.ports import StaffMessage
@@ -55,6 +64,7 @@ from staff_models import (
     Decided,
     HandoffPage,
     MessagePosted,
+    RecordCorrected,
     ReviewPage,
     errors,
     success,
@@ -343,6 +353,62 @@ def close(conversation_id: ConversationId, turn_id: TurnId) -> HandoffItem:
     return get_handoff(conversation_id, turn_id)
 
 
+# --- correcting the record -----------------------------------------------------------------------------
+
+_CORRECT_DOC = {
+    **success(
+        HTTPStatus.OK,
+        RecordCorrected,
+        "The slot is set; the change is a turn of its own, and the resident is sent the desk's fixed "
+        "confirmation of the corrected record.",
+    ),
+    **errors(400, 401, 403, 404, 409, 422),
+}
+
+
+def _correct_record(queue: Queue, conversation_id: UUID, turn_id: int, request: SlotCorrection) -> RecordCorrected:
+    """Set one slot of the conversation's record from an item of `queue` whose claim the caller holds: the
+    STATE item (versioned), a turn recording the change and the item's audit link, in one transaction
+    (dialogue.desk.corrected_record, dialogue.aws.queues). Slot and value are the pack's names, so they
+    may be logged."""
+    pack, store, staff, now = get_pack(), _store(), _staff(), _now()
+    slot, value = desk.checked_correction(request, pack)
+    turn = store.correct_record(
+        conversation_id,
+        turn_id,
+        queue,
+        staff,
+        now,
+        slot,
+        value,
+        lambda before: desk.corrected_record(before, slot, value, pack, staff, now),
+    )
+    _log("correct_record", queue, conversation_id, turn_id, slot=slot, value=value, written_turn=turn.turn_id)
+    metrics.add_metric(name="StaffRecordCorrections", unit=MetricUnit.Count, value=1)
+    return RecordCorrected(
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        correction_turn_id=turn.turn_id,
+        slots=dict(turn.slots),
+        action=turn.action,
+        reply=desk.correction_reply(turn, pack),
+    )
+
+
+@app.post("/staff/reviews/<conversation_id>/<turn_id>/slots", responses=_CORRECT_DOC)
+def correct_record_from_review(
+    conversation_id: ConversationId, turn_id: TurnId, request: Annotated[SlotCorrection, Body()]
+) -> RecordCorrected:
+    return _correct_record(Queue.REVIEW, conversation_id, turn_id, request)
+
+
+@app.post("/staff/handoffs/<conversation_id>/<turn_id>/slots", responses=_CORRECT_DOC)
+def correct_record_from_handoff(
+    conversation_id: ConversationId, turn_id: TurnId, request: Annotated[SlotCorrection, Body()]
+) -> RecordCorrected:
+    return _correct_record(Queue.HANDOFF, conversation_id, turn_id, request)
+
+
 def _posted(conversation_id: UUID, message: StaffMessage | None) -> MessagePosted | None:
     if message is None:
         return None
@@ -437,6 +503,8 @@ def desk_info() -> DeskInfo:
         claim_seconds=settings.claim_seconds,
         slots=desk.slot_labels(pack),
         screens=desk.screen_labels(),
+        locale=pack.spec.hours.locale if pack.spec.hours else None,
+        time_zone=pack.spec.hours.time_zone if pack.spec.hours else None,
     )
 
 
@@ -483,7 +551,7 @@ def _emit(figures: DeskStats) -> None:
 # --- errors and the handler ------------------------------------------------------------------------
 
 
-_BODY_FIELDS = {"decision", "reason", "correction", "text"}
+_BODY_FIELDS = {"decision", "reason", "correction", "text", "slot", "value"}
 
 
 def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
@@ -496,6 +564,8 @@ def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
         return "invalid_cursor" if location[1:2] == ("cursor",) else "invalid_query"
     if kind in BODY_UNREADABLE:
         return "invalid_body"
+    if location[1:2] in (("slot",), ("value",)):  # a correction of the record: its own sentence
+        return "invalid_correction"
     if kind in ("string_too_short", "string_too_long"):
         return "invalid_text_length"
     if kind == "extra_forbidden":

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from dialogue.actions import Action
 from dialogue.aws.api import ErrorBody, ErrorCode, error_responses, success
 from dialogue.desk import (
     Claim,
@@ -76,15 +77,29 @@ class Decided(BaseModel):
     message: MessagePosted | None = None
 
 
+class RecordCorrected(BaseModel):
+    """A correction of the conversation's record as written: the item it was made from (`turn_id`), the turn
+    that records it (`correction_turn_id`, the conversation's newest), the slots the record now holds, and the
+    desk's fixed reply the resident is sent with that turn (`action`: confirm, or the request for a slot still
+    unknown; `reply`: its text from the pack, filled from the slots)."""
+
+    conversation_id: UUID
+    turn_id: int
+    correction_turn_id: int
+    slots: dict[str, str]
+    action: Action
+    reply: str
+
+
 class AuditEntry(BaseModel):
     """One link of an item's audit trail: when, who (a staff subject), what. Never text."""
 
     at: datetime | None  # None only where a changed link holds no time (the trail then does not verify)
     staff: str
     mine: bool  # whether the signed-in staff member took this step
-    action: str  # claim, release, decision, reply or close
-    outcome: str | None = None  # a decision's review: approved, rejected or corrected
-    reason: str | None = None  # a rejection's reason code
+    action: str  # claim, release, decision, reply, close, read_contact or correct_record
+    outcome: str | None = None  # a decision's review: approved, rejected or corrected; a correction's new value
+    reason: str | None = None  # a rejection's reason code; the slot a correction set
     hash: str  # the link's SHA-256, which the next link's prev_hash repeats
 
 
@@ -108,7 +123,8 @@ errors = error_responses(
         409: "The item is claimed by someone else, not claimed by you (or your claim expired), already decided "
         "or closed; or another write changed the conversation first.",
         422: "The body does not validate: a rejection without a reason code from the desk's list, an "
-        "approval with one, or text empty or longer than the desk allows.",
+        "approval with one, text empty or longer than the desk allows, or a correction of the record naming "
+        "a slot or value the desk's frame does not have.",
         503: "The store is unavailable for a moment; retry after `Retry-After` seconds.",
     }
 )

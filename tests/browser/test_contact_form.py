@@ -5,11 +5,18 @@ chat itself is answered with a pointer to the form. Both pages pass axe with no 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 from serving import Served
-from test_pages import REPLY_WAIT_MS, Resident, Staff, serious_violations
+from test_pages import (
+    REPLY_WAIT_MS,
+    Resident,
+    Staff,
+    _close_contexts,  # noqa: F401  # the pages' contexts close after each test
+    serious_violations,
+)
 
 from dialogue.pack import get_pack
 
@@ -65,3 +72,47 @@ def test_a_number_left_in_the_form_reaches_the_staff_member_who_claims_its_hand_
     expect(section).to_contain_text("After 3pm please.")
     expect(item.locator("#item-trail")).to_contain_text("read_contact")
     assert serious_violations(staff.page) == []
+
+
+def test_the_chat_waits_for_a_person_says_when_one_answers_and_shows_their_reply(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    """Issue 40, item 3: a hand-off says that a person is to answer (and, outside the desk's hours, when),
+    until a staff message arrives; on a phone the staff message comes into view."""
+    served = server_factory()
+    hours = get_pack().spec.hours
+    assert hours is not None
+    resident = Resident(browser, served, width=390, height=844)
+    waiting = resident.page.locator("#waiting")
+    expect(waiting).to_be_hidden()
+    resident.say("Can I talk to a person?")
+    expect(waiting).to_be_visible()
+    expect(waiting).to_contain_text(re.compile(r"Waiting for a member of staff|The desk is closed now"))
+
+    # Outside the hours (the API's next_opening, here on a Saturday's hand-off), in the desk's words and time.
+    def closed(route: Route) -> None:
+        page = route.fetch().json()
+        for message in page["messages"]:
+            if message.get("to_person"):
+                message["next_opening"] = "2026-12-07T09:00:00Z"
+        route.fulfill(json=page)
+
+    later = Resident(browser, served, width=390, height=844)
+    later.page.route("**/messages?*", closed)
+    later.say("Can I talk to a person?")
+    expected = hours.closed_text.replace("{next_opening}", "Monday 7 December at 9:00")
+    expect(later.page.locator("#waiting")).to_have_text(expected)
+    assert serious_violations(later.page) == []
+    later.page.unroute_all(behavior="ignoreErrors")  # its handler fetches from the server, which stops first
+    later.context.close()
+
+    staff = Staff(browser, served)
+    staff.open_first("Hand-offs")
+    staff.claim()
+    staff.page.get_by_label("Reply to the resident").fill("Hello, Ana here. How can I help?")
+    staff.page.get_by_role("button", name="Send reply").click()
+    expect(staff.said()).to_have_text("Reply sent to the resident.")
+    message = resident.page.locator("#transcript li.staff").last
+    expect(message).to_contain_text("Ana here", timeout=REPLY_WAIT_MS)
+    expect(message).to_be_in_viewport()
+    expect(waiting).to_be_hidden()

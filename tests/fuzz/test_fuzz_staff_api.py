@@ -2,7 +2,7 @@
 authenticated: every case carries a desk-staff bearer token from `python -m devstack token`, so it
 passes the local JWT authorizer and reaches the staff function's own validation and logic.
 
-Positive and negative cases for each of the thirteen routes. Well-formed conversation ids are mostly
+Positive and negative cases for each of the staff routes. Well-formed conversation ids are mostly
 aimed at conversations that hold review and hand-off items, and their turn ids at turns that exist,
 so claims, decisions, replies and closes run for real. Every answer must pass the same checks as the
 turn API's: no 5xx, a 4xx only in the documented error shape, one sentence, no echo of what was sent.

@@ -178,3 +178,29 @@ def test_without_a_key_the_form_is_refused_and_nothing_is_stored(stack: LocalSta
     refused = leave(stack, conversation_id, {"detail": NUMBER})
     assert (refused.status, refused.body["error"]) == (503, "SealUnavailable")
     assert stack.table_items(TABLE_NAME) == before
+
+
+# --- the desk's hours (issue 40, item 3) -------------------------------------------------------------
+
+
+def test_outside_the_desks_hours_a_hand_off_says_when_a_person_will_answer() -> None:
+    from datetime import UTC, datetime
+
+    from devstack.stack import local_stack
+
+    saturday = datetime(2026, 12, 5, 16, 15, tzinfo=UTC)  # the desk opens Monday to Friday, 9 to 5, London
+    with local_stack(start=saturday) as stack:
+        conversation_id = new_conversation(stack)
+        say(stack, conversation_id, "Can I talk to a person?")
+        say(stack, conversation_id, "forklift")
+        stack.drain()  # its reply is worded and screened
+        page = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body
+        handed, asked = page["messages"]
+        assert handed["to_person"] is True and handed["next_opening"].startswith("2026-12-07T09:00:00")
+        assert asked["to_person"] is False and asked.get("next_opening") is None
+    monday = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)
+    with local_stack(start=monday) as stack:
+        conversation_id = new_conversation(stack)
+        say(stack, conversation_id, "Can I talk to a person?")
+        (handed,) = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body["messages"]
+        assert handed["to_person"] is True and handed.get("next_opening") is None  # open: a person is there

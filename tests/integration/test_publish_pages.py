@@ -74,6 +74,9 @@ def test_every_page_asset_and_the_config_go_where_cloudfront_serves_them(aws: di
     script = s3.get_object(Bucket="pages", Key="assets/console.js")
     assert script["ContentType"] == "text/javascript; charset=utf-8"
     config = json.loads(s3.get_object(Bucket="pages", Key="config.json")["Body"].read())
+    hours = config["desk"].pop("hours")  # the pack's [hours]: how the chat says when a person answers
+    assert (hours["time_zone"], hours["locale"]) == ("Europe/London", "en-GB")
+    assert "{next_opening}" in hours["closed_text"]
     contact = config["desk"].pop("contact")  # the pack's [contact] form, without its formats (the API checks)
     assert contact["slot"] == "contact_channel" and set(contact["details"]) == {"phone", "email"}
     assert contact["details"]["phone"]["label"] == "Your phone number" and "pattern" not in contact["details"]["phone"]

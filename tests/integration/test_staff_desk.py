@@ -998,7 +998,10 @@ def test_staff_answers_and_the_desks_items_hold_no_resident_text(stack: LocalSta
 def test_the_desk_info_names_the_desk_from_its_pack(stack: LocalStack) -> None:
     info = staff(stack, "GET", "/staff/desk")
     assert info["desk"] == "Riverton Skills Centre enrollment desk"
-    assert set(info) == {"staff", "desk", "reason_codes", "max_message_chars", "claim_seconds", "slots", "screens"}
+    assert set(info) == {
+        "staff", "desk", "reason_codes", "max_message_chars", "claim_seconds", "slots", "screens", "locale", "time_zone"
+    }  # fmt: skip
+    assert (info["locale"], info["time_zone"]) == ("en-GB", "Europe/London")  # the pack's [hours]: how dates read
     assert info["reason_codes"][0] == "wrong_fact"
     # The console shows slots and screens by these labels: the pack's, and one table of screens.
     assert [slot["label"] for slot in info["slots"]] == ["Program", "Child care", "Contact"]

@@ -1,5 +1,6 @@
-// The resident's chat. The resident's words live only in this page's memory: never in localStorage,
-// sessionStorage, cookies or the address. Replies and staff messages come from /messages, in order.
+// The resident's chat. The resident's words live only in this browser tab: never sent anywhere but the
+// turn API, never in localStorage, cookies or the address; a message still being typed is kept in the tab's
+// sessionStorage (closed with the tab) so a reload does not lose it, and sending clears it. Replies and staff messages come from /messages, in order.
 // The conversation's id (not its words) is kept for the tab in sessionStorage, and offered as a link
 // (/chat#c=ID: a fragment, which the browser never sends to a server), so a reload or a return finds the
 // conversation again and a staff answer still reaches the resident.
@@ -45,6 +46,8 @@ const view = {
   contactNoteLabel: document.getElementById("contact-note-label"),
   contactSend: document.getElementById("contact-send"),
   contactStatus: document.getElementById("contact-status"),
+  waiting: document.getElementById("waiting"),
+  newStaff: document.getElementById("new-staff"),
 };
 
 const state = {
@@ -59,6 +62,7 @@ const state = {
   contact: null, // the desk's contact form (config.json): which channel values take a detail, and how
   channel: null, // the channel value whose detail field the form shows
   contactOpened: false, // the form opened itself once, when a channel that takes a detail was chosen
+  hours: null, // the desk's hours (config.json): how to say when a person answers, outside them
 };
 
 function appendMessage(kind, who, text) {
@@ -68,10 +72,44 @@ function appendMessage(kind, who, text) {
   label.className = "who";
   label.textContent = who;
   const body = document.createElement("p");
+  body.dir = "auto"; // Arabic or Hebrew reads right to left, in its own paragraph
   body.textContent = text;
   item.append(label, body);
+  // Where the resident reads further up, a staff message shows a cue rather than pulling the page away.
+  const readingAbove = view.scroller.scrollHeight - view.scroller.scrollTop - view.scroller.clientHeight > 40;
   view.transcript.append(item);
+  if (kind === "staff" && readingAbove) {
+    view.newStaff.hidden = false;
+    view.newStaff.onclick = () => {
+      view.newStaff.hidden = true;
+      item.scrollIntoView({ block: "nearest" });
+      item.tabIndex = -1;
+      item.focus();
+    };
+    return;
+  }
   view.scroller.scrollTop = view.scroller.scrollHeight;
+  if (kind === "staff") item.scrollIntoView({ block: "nearest" }); // on a phone, into the page's view too
+}
+
+// While a person is to answer (a hand-off, an abstention, a contact left), the chat says so, and when,
+// outside the desk's hours; a staff message ends the wait.
+function showWaiting(message) {
+  if (message.source === "staff") {
+    view.waiting.hidden = true;
+    view.waiting.textContent = "";
+    return;
+  }
+  if (!message.to_person) return;
+  let text = "Waiting for a member of staff to answer here.";
+  if (message.next_opening && state.hours) {
+    const opening = new Date(message.next_opening).toLocaleString(state.hours.locale, {
+      weekday: "long", day: "numeric", month: "long", hour: "numeric", minute: "2-digit", timeZone: state.hours.time_zone,
+    });
+    text = state.hours.closed_text.replace("{next_opening}", opening);
+  }
+  view.waiting.textContent = text;
+  view.waiting.hidden = false;
 }
 
 // The table's sentence, with one action next to it (none where `action` is null).
@@ -148,7 +186,9 @@ async function restore(conversationId) {
     return true;
   }
   keep(conversationId);
-  view.restoredNote.hidden = false;
+  if (state.after === 0) greet(); // nothing was said yet: the greeting, not "welcome back" over an empty box
+  else view.restoredNote.hidden = false;
+  restoreDraft();
   view.send.disabled = false;
   setStatus("");
   showContactForm();
@@ -184,10 +224,39 @@ function showExamples(examples) {
   view.examples.hidden = !(state.fresh && examples.length);
 }
 
+// No silent cut: a longer paste stays whole in the box, the counter says by how much it is over, and
+// Send asks for a shorter message. What is typed is kept for the tab (sessionStorage, never sent or
+// stored by the desk) so a reload does not lose it; sending clears it.
 function countCharacters() {
   const used = view.message.value.length;
-  view.counter.textContent = `${used.toLocaleString("en")} of ${MAX_CHARS.toLocaleString("en")}`;
-  if (used >= MAX_CHARS) setStatus("That is the most one message can hold; send it, then go on in another.");
+  const over = used - MAX_CHARS;
+  view.counter.textContent = over > 0
+    ? `${used.toLocaleString("en")} of ${MAX_CHARS.toLocaleString("en")}: ${over.toLocaleString("en")} too many`
+    : `${used.toLocaleString("en")} of ${MAX_CHARS.toLocaleString("en")}`;
+  view.message.setAttribute("aria-invalid", over > 0 ? "true" : "false");
+  if (over > 0) setStatus(`This message is ${over.toLocaleString("en")} characters over the limit of ${MAX_CHARS.toLocaleString("en")}; shorten it or send it in parts.`);
+  else if (used === MAX_CHARS) setStatus("That is the most one message can hold; send it, then go on in another.");
+  keepDraft();
+}
+
+function draftKey() {
+  return state.conversationId ? `${KEPT}-draft-${state.conversationId}` : null;
+}
+
+function keepDraft() {
+  const key = draftKey();
+  if (!key) return;
+  if (view.message.value) sessionStorage.setItem(key, view.message.value);
+  else sessionStorage.removeItem(key);
+}
+
+function restoreDraft() {
+  const key = draftKey();
+  const draft = key ? sessionStorage.getItem(key) : null;
+  if (draft && !view.message.value) {
+    view.message.value = draft;
+    countCharacters();
+  }
 }
 
 // One read of /messages at a time: an idle poll still in flight when a send reads would ask with the same
@@ -209,6 +278,7 @@ async function readMessagesNow({ settle }) {
     for (const message of page.messages) {
       if (message.source === "staff") appendMessage("staff", "Staff", message.text);
       else appendMessage("assistant", "Assistant", message.text);
+      showWaiting(message);
     }
     state.after = page.next_after;
     if (!settle || !page.waiting) {
@@ -246,6 +316,11 @@ async function send() {
   const text = view.message.value.trim();
   if (!text) {
     setStatus("Type a message first.");
+    view.message.focus();
+    return;
+  }
+  if (text.length > MAX_CHARS) {
+    setStatus(`This message is ${(text.length - MAX_CHARS).toLocaleString("en")} characters over the limit of ${MAX_CHARS.toLocaleString("en")}; shorten it or send it in parts.`);
     view.message.focus();
     return;
   }
@@ -322,6 +397,10 @@ view.retry.addEventListener("click", () => {
   if (state.retryAction) state.retryAction();
 });
 view.message.addEventListener("input", countCharacters);
+view.scroller.addEventListener("scroll", () => {
+  const atEnd = view.scroller.scrollHeight - view.scroller.scrollTop - view.scroller.clientHeight <= 40;
+  if (atEnd) view.newStaff.hidden = true; // read down to it: the cue has done its work
+});
 
 // The contact form: apart from the chat, for a person. Its field follows the channel the conversation
 // chose (the conversation's slots, never the resident's words); it opens itself once when one is chosen.
@@ -408,6 +487,7 @@ async function showDesk() {
     if (desk.person_answers) document.getElementById("person-answers").textContent = desk.person_answers;
     document.title = `${desk.name} - chat`;
     showExamples(Array.isArray(desk.examples) ? desk.examples : []);
+    if (desk.hours) state.hours = desk.hours;
     if (desk.contact) {
       state.contact = desk.contact;
       view.contactNoteLabel.textContent = desk.contact.note_label;

@@ -8,20 +8,21 @@ const $ = (id) => document.getElementById(id);
 // Held: the resident was shown the fallback (a screen held the draft, or the model hit its cap or never
 // ended), so a decision sends them something. Awaiting: the resident saw the reply and the desk drew it
 // for a check (a share of the shown replies, at the pack's rate: the rest are never queued).
+// In the order people wait: a hand-off is a person waiting for a person; a held reply left them the fallback.
 const TABS = {
+  handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=oldest&limit=100" },
   held: { title: "Held replies", path: "/staff/reviews", query: "drafted=false&review=pending&order=oldest&limit=100" },
   awaiting: {
     title: "Replies awaiting a check",
     path: "/staff/reviews",
     query: "drafted=true&review=pending&order=oldest&limit=100",
   },
-  handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=oldest&limit=100" },
 };
 const REFRESH_MS = 10000; // counts and lists refresh on their own, backing off when the desk does not answer
 const LONGEST_REFRESH_MS = 120000;
 // `opened` counts the tabs opened, so a slow start does not reopen a tab over one the person chose since.
 // `typed` keeps what the person typed or chose in an item's forms, by the item's path, across redraws.
-const state = { config: null, token: null, desk: null, tab: "held", item: null, opened: 0, typed: {}, refreshTimer: null, refreshDelay: REFRESH_MS };
+const state = { config: null, token: null, desk: null, tab: "handoffs", item: null, opened: 0, typed: {}, refreshTimer: null, refreshDelay: REFRESH_MS };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -76,8 +77,13 @@ async function api(method, path, body) {
   }
 }
 
+// Dates and times as the desk writes them: its locale and time zone (the pack's [hours], from /staff/desk).
 function when(iso) {
-  return iso ? new Date(iso).toLocaleString() : "";
+  if (!iso) return "";
+  const desk = state.desk || {};
+  const options = { dateStyle: "medium", timeStyle: "short" };
+  if (desk.time_zone) options.timeZone = desk.time_zone;
+  return new Date(iso).toLocaleString(desk.locale || undefined, options);
 }
 
 // Slots and screens as the desk's pack and the screens' table (both from /staff/desk) name them.
@@ -112,8 +118,10 @@ async function showSignedIn() {
   $("signed-out").hidden = true;
   $("signed-in").hidden = false;
   const opened = state.opened;
-  await refreshCounts();
-  if (state.opened === opened) await openTab(state.tab);
+  const pages = await refreshCounts();
+  // The console opens where people wait: the first tab, in TABS' order, that holds an open item.
+  const waiting = Object.keys(TABS).find((tab) => pages[tab].items.length > 0);
+  if (state.opened === opened) await openTab(waiting || state.tab);
   scheduleRefresh();
 }
 
@@ -218,13 +226,17 @@ function topicName(name) {
   return name ? name.replaceAll("_", " ") : null;
 }
 
+// Why a hand-off waits, in words: never the action's or the intent's internal name.
+function handoffReason(item) {
+  if (item.intent === "contact_left") return "left a contact form for staff";
+  const why = { refuse: "a request the assistant refused", abstain_hand_off: "no handbook row answers", hand_off: "asked for a person" }[item.action] || "passed to a person";
+  return [why, topicName(item.topic)].filter(Boolean).join(": ");
+}
+
 // A row says what the item is: the conversation's short reference, what it is about, what the resident
 // saw, how long it has waited and who holds it.
 function rowSummary(tab, item) {
-  if (tab === "handoffs") {
-    const why = { refuse: "refused request", abstain_hand_off: "no handbook answer", hand_off: "asked for a person" }[item.action] || item.action;
-    return [why, topicName(item.topic)].filter(Boolean).join(": ");
-  }
+  if (tab === "handoffs") return handoffReason(item);
   const about = topicName(item.topic) || item.action.replaceAll("_", " ");
   return `${about}; the resident saw ${item.fallback_used ? "the fallback" : "this reply"}`;
 }
@@ -274,6 +286,22 @@ function itemPath(tab, conversationId, turnId) {
   const queue = tab === "handoffs" ? "handoffs" : "reviews";
   return `/staff/${queue}/${conversationId}/${turnId}`;
 }
+
+// Escape leaves the open item for its queue, focus back on the row it was opened from.
+function closeItem() {
+  if (!state.item || $("item-panel").hidden) return;
+  const { item } = state.item;
+  state.item = null;
+  $("item-panel").hidden = true;
+  const row = document.querySelector(`#queue [data-item="${item.conversation_id}/${item.turn_id}"]`);
+  $("queue-heading").tabIndex = -1;
+  (row || $("queue-heading")).focus();
+  say("Back to the queue.");
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && !event.defaultPrevented) closeItem();
+});
 
 async function openItem(tab, conversationId, turnId) {
   clearProblem();
@@ -335,7 +363,7 @@ function reviewView(item) {
     el("h3", { text: "Reply shown" }),
     el("blockquote", { text: item.reply_shown ?? "(no longer kept)" }),
   ];
-  if (item.human_review === "pending") parts.push(claimControls(), decisionForm(item));
+  if (item.human_review === "pending") parts.push(claimControls(), decisionForm(item), recordForm(item));
   parts.push(itemNotices());
   return parts;
 }
@@ -374,13 +402,16 @@ function decisionForm(item) {
     oninput: () => {
       typed.correction = correction.value;
       if (correction.value.trim() && !reject.checked) {
+        approve.checked = false;
         reject.checked = true;
         typed.decision = "reject";
-        say("A correction goes with Reject: Reject is now chosen.");
+        // Said next to the box being typed in, where the person is looking, not at the foot of the item.
+        correctionNote.textContent = "A correction goes with Reject: Reject is now chosen.";
       }
     },
   });
   correction.value = typed.correction || "";
+  const correctionNote = el("p", { class: "notice status", "aria-live": "polite", id: "correction-note" });
   const help = item.fallback_used
     ? "The resident was shown the fallback, which promises a person's answer: Approve sends them this draft; Reject needs a correction they will read."
     : "The resident saw this reply. Approve sends nothing more; a correction with Reject is sent to them as a staff message.";
@@ -398,6 +429,7 @@ function decisionForm(item) {
       reasons,
       el("label", { for: "correction", text: item.fallback_used ? "Correction (needed with Reject; sent to the resident as a staff message)" : "Correction (optional; sent to the resident as a staff message)" }),
       correction,
+      correctionNote,
       el("div", { class: "actions" }, el("button", { type: "submit", text: "Record decision", disabled: mine ? null : "" })),
       mine ? null : el("p", { class: "notice status", text: "Claim the reply to decide on it." }),
     ),
@@ -405,14 +437,69 @@ function decisionForm(item) {
   return form;
 }
 
+// Correcting the record: one slot of the conversation set to one of its values, both as the desk's pack names
+// them (/staff/desk). Nothing is preselected, and the values offered are the chosen slot's. The change is
+// the conversation's, not this item's: the resident is sent the desk's fixed confirmation of the corrected
+// record, and the item stays open for its decision, reply or close.
+function recordForm(item) {
+  const mine = item.claim && item.claim.mine;
+  const typed = typedFor(state.item.path);
+  const values = el("select", { id: "record-value", name: "value", onchange: () => { typed.value = values.value; } });
+  const slots = el(
+    "select",
+    { id: "record-slot", name: "slot", onchange: () => { typed.slot = slots.value; typed.value = ""; offer(); } },
+    el("option", { value: "", text: "Choose a slot" }),
+    ...state.desk.slots.map((slot) => el("option", { value: slot.name, text: slot.label })),
+  );
+  slots.value = typed.slot || "";
+  function offer() {
+    const slot = state.desk.slots.find((known) => known.name === slots.value);
+    values.replaceChildren(
+      el("option", { value: "", text: slot ? "Choose a value" : "Choose a slot first" }),
+      ...(slot ? slot.values.map((known) => el("option", { value: known.value, text: known.label })) : []),
+    );
+    values.value = typed.value || "";
+  }
+  offer();
+  const form = el(
+    "form",
+    { id: "record-form", onsubmit: (event) => { event.preventDefault(); correctRecord(form); } },
+    el(
+      "fieldset",
+      {},
+      el("legend", { text: "Correct the record" }),
+      el("p", { class: "notice status", text: "Sets what the conversation's record holds. The resident is sent the desk's confirmation of the corrected record, or its question for a choice still unknown." }),
+      el("label", { for: "record-slot", text: "Slot" }),
+      slots,
+      el("label", { for: "record-value", text: "New value" }),
+      values,
+      el("div", { class: "actions" }, el("button", { type: "submit", text: "Correct the record", disabled: mine ? null : "" })),
+      mine ? null : el("p", { class: "notice status", text: "Claim the item to correct its record." }),
+    ),
+  );
+  return form;
+}
+
+async function correctRecord(form) {
+  clearProblem();
+  const slot = form.querySelector("#record-slot").value;
+  const value = form.querySelector("#record-value").value;
+  if (!slot || !value) {
+    problem(new Error(slot ? "Choose the slot's new value." : "Choose the slot to correct."));
+    form.querySelector(slot ? "#record-value" : "#record-slot").focus();
+    return;
+  }
+  const done = `Record corrected: ${slotsText({ [slot]: value })}. The desk tells the resident in the chat.`;
+  await act("POST", `${state.item.path}/slots`, { slot, value }, done, "correct");
+}
+
 function handoffView(item) {
   const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : "someone else's") : "none";
   const parts = [
-    el("h2", { id: "item-heading", text: `Hand-off, turn ${item.turn_id} (${item.action})` }),
+    el("h2", { id: "item-heading", text: `Hand-off: ${handoffReason(item)}` }),
     facts([
       ["Conversation", item.conversation_id],
-      ["Action", item.action],
-      ["Intent", item.intent],
+      ["Turn", String(item.turn_id)],
       ["Handbook topic", item.topic || "none"],
       ["Slots", slotsText(item.slots)],
       ["Injection-like", item.injection_screen ? "yes" : "no"],
@@ -442,6 +529,7 @@ function handoffView(item) {
           el("button", { type: "button", class: "secondary", text: "Close hand-off", disabled: mine ? null : "", onclick: () => act("POST", `${state.item.path}/close`, undefined, "Hand-off closed.", "close") }),
         ),
       ),
+      recordForm(item),
     );
   }
   parts.push(itemNotices());
@@ -500,6 +588,7 @@ function typedFor(path) {
 function focusAfter(step) {
   const next = {
     claim: ["decision-approve", "reply-text"],
+    correct: ["decision-approve", "reply-text"],
     release: ["claim"],
     decide: ["item-heading"],
     reply: ["reply-text"],
@@ -528,6 +617,7 @@ const TRAIL_ACTIONS = {
   decision: "Decided",
   reply: "Replied to the resident",
   close: "Closed",
+  correct_record: "Corrected the record",
 };
 
 // The item's trail (GET /staff/audit), or null when it cannot be read now: the item still shows.
@@ -546,6 +636,8 @@ function trailWho(entry) {
 
 function trailWhat(entry) {
   const done = TRAIL_ACTIONS[entry.action] || entry.action;
+  // A correction's link keeps the slot (as its reason) and the new value (as its outcome): the pack's names.
+  if (entry.action === "correct_record" && entry.reason && entry.outcome) return `${done}: ${slotsText({ [entry.reason]: entry.outcome })}`;
   if (entry.action !== "decision" || !entry.outcome) return done;
   return `${done}: ${entry.outcome}${entry.reason ? ` (reason: ${entry.reason.replaceAll("_", " ")})` : ""}`;
 }
@@ -602,6 +694,10 @@ async function act(method, path, body, done, step) {
     failure = error;
   }
   if (succeeded && (step === "decide" || step === "reply")) delete state.typed[state.item.path];
+  if (succeeded && step === "correct") {
+    delete typedFor(state.item.path).slot;
+    delete typedFor(state.item.path).value;
+  }
   await reloadItem();
   if (succeeded) {
     say(done);

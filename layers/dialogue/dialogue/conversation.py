@@ -24,6 +24,7 @@ from dialogue.errors import (
     TurnLimitReached,
     TurnNotFound,
 )
+from dialogue.hours import next_opening
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state, turn_topic
 from dialogue.ports import ConversationStore
@@ -175,6 +176,14 @@ def _count_generated(record: ConversationRecord, now: datetime, cap: int) -> Con
     return record.model_copy(update={"generated_since": since, "generated_count": count + 1})
 
 
+def person_answers_from(turn: TurnRecord, pack: DomainPack) -> datetime | None:
+    """For a turn left to a person outside the desk's hours, the next opening (dialogue.hours); else None."""
+    hours = pack.spec.hours
+    if hours is None or turn.handoff_status is None:
+        return None
+    return next_opening(hours, turn.created_at)
+
+
 def _fixed_text(turn: TurnRecord, pack: DomainPack) -> str | None:
     """The reply of a fixed-text turn, rebuilt from its stored slots; None for a generated turn."""
     if turn.reply_source is not ReplySource.FIXED:
@@ -212,6 +221,10 @@ class Message(BaseModel):
     about_turn: int | None = None  # a staff message's subject: the reply it corrects or the hand-off it answers
     text: str
     at: datetime
+    # An assistant reply that left the conversation to a person (a hand-off queue item), and, when the
+    # desk's hours (`[hours]`) were closed at that turn, when a person will answer: the next opening.
+    to_person: bool = False
+    next_opening: datetime | None = None
 
 
 class MessagePage(BaseModel):
@@ -265,7 +278,15 @@ def messages(store: ConversationStore, pack: DomainPack, conversation_id: UUID, 
             text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else reply
             # A generated reply is kept REPLY_RETENTION_HOURS; after that its place stays, so indexes never shift.
             at = turn.finalized_at or turn.created_at
-            message = Message(index=index, source="assistant", turn_id=turn.turn_id, text=text or EXPIRED_REPLY, at=at)
+            message = Message(
+                index=index,
+                source="assistant",
+                turn_id=turn.turn_id,
+                text=text or EXPIRED_REPLY,
+                at=at,
+                to_person=turn.handoff_status is not None,
+                next_opening=person_answers_from(turn, pack),
+            )
         last = index if last is None else last
         if index <= after:
             break

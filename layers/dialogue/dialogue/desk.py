@@ -11,8 +11,12 @@ Two queues, each a partition of the table's sparse queue index (dialogue.aws.tab
 - handoff: every hand_off, abstain_hand_off and refuse turn. A person claims it, replies to the
   resident (a staff message) and closes it.
 
+From an item of either queue, the person holding its claim may correct the conversation's record: set one
+slot to one of its values (`corrected_record`). The change is a turn of its own, written with the state,
+and the resident is sent the desk's fixed confirmation of the corrected record.
+
 A claim is a lock with an expiry, taken with a conditional write: of two claimants one wins, the other
-gets a 409 that names no one. Every claim, release, decision, reply and close appends an audit item
+gets a 409 that names no one. Every claim, release, decision, reply, close and correction appends an audit item
 (who, when, what, which turn), written once and never updated. Staff text is kept only as staff
 messages, with their own retention, and never in an audit item or a log line.
 """
@@ -34,8 +38,10 @@ from dialogue.actions import (
     HandoffStatus,
     HumanReview,
     ReplyScreen,
+    ReplySource,
     Screen,
     ScreenProfile,
+    TurnStatus,
 )
 from dialogue.errors import (
     MAX_STAFF_TEXT_CHARS,
@@ -45,10 +51,13 @@ from dialogue.errors import (
     NotSignedIn,
     NotStaff,
     StaffTextTooLong,
+    UnknownSlotValue,
 )
 from dialogue.pack import DomainPack
 from dialogue.ports import SealedContact
-from dialogue.records import Draft, TurnRecord
+from dialogue.records import ConversationRecord, Draft, TurnRecord
+from dialogue.replies import fixed_reply
+from dialogue.state import DialogueState
 
 
 class StaffMember(BaseModel):
@@ -148,6 +157,16 @@ class StaffText(BaseModel):
     text: Annotated[str, Field(min_length=1, max_length=MAX_STAFF_TEXT_CHARS)]
 
 
+class SlotCorrection(BaseModel):
+    """A staff correction of the conversation's record: one slot of the desk's frame set to one of its values
+    (names from the pack, as `/staff/desk` lists them)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    slot: Annotated[str, Field(min_length=1, max_length=64)]
+    value: Annotated[str, Field(min_length=1, max_length=64)]
+
+
 def decided_review(request: DecisionRequest, pack: DomainPack) -> HumanReview:
     """The review a decision gives, checked against the desk's rules: a rejection names a reason from the
     pack's list and may carry a correction (then the reply is corrected); an approval takes neither."""
@@ -178,6 +197,87 @@ def message_for_decision(
     if draft is None or not draft.text.strip():
         raise NoDraftToSend()
     return draft.text
+
+
+# --- correcting the record -------------------------------------------------------------------------------
+
+STAFF_CORRECTION = "staff_correction"
+"""The intent of the turn a member of staff writes when they correct the conversation's record."""
+
+
+def checked_correction(request: SlotCorrection, pack: DomainPack) -> tuple[str, str]:
+    """The slot and value of a correction, both the pack's; UnknownSlotValue (which names neither) when the
+    frame has no such slot or the slot takes no such value."""
+    spec = next((slot for slot in pack.frame.slots if slot.name == request.slot), None)
+    if spec is None or request.value not in spec.values:
+        raise UnknownSlotValue()
+    return spec.name, request.value
+
+
+def record_action(state: DialogueState, pack: DomainPack) -> Action:
+    """What the desk tells the resident about a corrected record: its confirmation, or, while a slot the desk
+    asks for is unknown (staff set it so, or it was never given), its question for the first such slot, as the
+    policy would ask it. Never a confirmation that reads back "unknown"."""
+    for slot in pack.frame.requested_slots:
+        if not state.is_known(slot.name) and slot.request_action is not None:
+            return slot.request_action
+    return Action.CONFIRM
+
+
+def corrected_record(
+    before: ConversationRecord, slot: str, value: str, pack: DomainPack, staff: StaffMember, now: datetime
+) -> tuple[DialogueState, TurnRecord]:
+    """The conversation's state with `slot` set to `value` by a member of staff, and the turn that records the
+    change and tells the resident.
+
+    The state is the stored one read under today's pack (as a resident's turn reads it), with the one slot
+    changed and `asked` set to the action below, so the resident's next turn meets a record the desk has just
+    read back: a "yes" or "thanks" is not confirmed again, a short answer fills the slot just asked for. A
+    question waiting for its program (`waiting_topic`) keeps waiting.
+
+    The turn is the next one of the conversation (the caller writes it with the state, in one transaction
+    conditional on the state's version, so it follows every resident turn committed before it and none is
+    lost). It keeps what every turn keeps (slots, action, flags), its intent is STAFF_CORRECTION and
+    `corrected_by` names the staff member, so the retained record shows who changed it. It counts as one of
+    the conversation's turns, and is written at the turn limit too (staff's fix of the record matters more).
+
+    Its action is the desk's confirmation of the corrected record (`record_action`: the request for a slot
+    still unknown). A confirmation or a request is worded by the model at a resident's turn, but here it is a
+    fixed-text turn: `reply_source` fixed and `status` final when written. So no model is called and nothing
+    is dispatched (the table's stream carries pending TURN inserts only), and the resident's message list
+    (dialogue.conversation.messages) shows, in its place after the turns before it, the pack's fixed text for
+    that action filled from the turn's own slots (`correction_reply`, the same `fixed_reply` every fixed turn
+    is rebuilt with): the confirmation of the corrected record. No text is kept for it, staff's or anyone's."""
+    waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
+    current, _ = DialogueState.read_stored(pack.frame, before.state.slots, waiting, before.state.asked)
+    changed = current.with_updates({slot: value})
+    action = record_action(changed, pack)
+    state = changed.asking(str(action))
+    turn = TurnRecord(
+        conversation_id=before.conversation_id,
+        turn_id=before.turn_count + 1,
+        intent=STAFF_CORRECTION,
+        injection_screen=False,
+        privileged_request=False,
+        slots=dict(state.slots),
+        action=action,
+        asked=state.asked,
+        reply_source=ReplySource.FIXED,
+        status=TurnStatus.FINAL,
+        reply_screen=ReplyScreen.NOT_APPLICABLE,
+        human_review=HumanReview.NOT_APPLICABLE,
+        created_at=now,
+        finalized_at=now,
+        corrected_by=staff.subject,
+    )
+    return state, turn
+
+
+def correction_reply(turn: TurnRecord, pack: DomainPack) -> str:
+    """What the resident is shown for a correction's turn: the pack's fixed text for its action, from its
+    slots (what dialogue.conversation rebuilds for every fixed-text turn)."""
+    state, _ = DialogueState.read_stored(pack.frame, turn.slots)
+    return fixed_reply(Action(turn.action), state, pack)
 
 
 def checked_staff_text(text: str, pack: DomainPack) -> str:
@@ -310,6 +410,9 @@ class DeskInfo(BaseModel):
     # How the console shows slots and screens: words from the pack and from one table of screens.
     slots: list[SlotLabels]
     screens: list[ScreenLabel]
+    # How the console writes dates and times: the desk's locale and time zone ([hours]; else the browser's).
+    locale: str | None = None
+    time_zone: str | None = None
 
 
 def slot_labels(pack: DomainPack) -> list[SlotLabels]:

@@ -199,6 +199,15 @@ class NoDraftToSend(DialogueError):
     message = "This reply has no draft left to send; reject it with a correction the resident will read."
 
 
+class UnknownSlotValue(DialogueError):
+    """A correction of the record naming a slot the desk's frame does not have, or a value that slot does not
+    take: nothing is stored, and the sentence never holds what was sent."""
+
+    status = HTTPStatus.UNPROCESSABLE_ENTITY
+    message = "Name one of the desk's slots and one of the values that slot allows, as the desk lists them."
+    shown = "Choose a slot and one of its values from the lists."
+
+
 class NotStaff(DialogueError):
     status = HTTPStatus.FORBIDDEN
     message = "This route is for desk staff; the token's user is not in the staff group."
@@ -259,6 +268,9 @@ REQUEST_ERRORS: dict[str, ErrorKind] = {
     ),
     "invalid_decision": ErrorKind(
         400, False, 'A decision is {"decision": "approve" | "reject", "reason": code, "correction": text}.'
+    ),
+    "invalid_correction": ErrorKind(
+        400, False, 'A correction of the record is {"slot": name, "value": value}, two strings from the desk\'s lists.'
     ),
     "invalid_query": ErrorKind(400, False, "A query parameter is not one of the values this route documents."),
     "invalid_request": ErrorKind(400, False, "The request is not valid for this route."),

@@ -61,6 +61,9 @@ class TurnRecord(BaseModel):
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision_reason: str | None = None
+    # A turn a member of staff wrote, correcting the record (dialogue.desk.corrected_record): their subject.
+    # Absent on every resident's turn, so the retained record tells the two apart.
+    corrected_by: str | None = None
 
 
 class Draft(BaseModel):

@@ -1,17 +1,17 @@
 """The staff audit on the conversation table and in the WORM bucket, and a deployed audit's check.
 
-`AUDIT#<conversation id>` partitions hold one link per claim, release, decision, reply or close, put once
-(`attribute_not_exists`) in the same transaction as the change, and never updated (the template denies
-updates and deletes). The links of one turn are a hash chain (dialogue.audit_chain): sort key
-`TURN#<turn:06d>#<seq:06d>`, each link holding the previous link's hash (`prev_hash`) and its own
-(`hash`, SHA-256 of its canonical fields). The store reads the chain's last link (one consistent Query)
-before it writes the next; a writer that raced it to the same sequence number fails
-`attribute_not_exists`, and the staff member is asked to try again (StaffWriteConflict). Once the
-transaction commits, each new link's JSON is also put, once (If-None-Match), in the audit bucket under
-S3 Object Lock (AUDIT_BUCKET; `audit/<conversation id>/<turn:06d>/<seq:06d>.json`): the WORM copy a
+`AUDIT#<conversation id>` partitions hold one link per claim, release, decision, reply, close, look at a
+contact form or correction of the record, put once (`attribute_not_exists`) in the same transaction as
+the change, and never updated (the template denies updates and deletes). The links of one turn are a hash
+chain (dialogue.audit_chain): sort key `TURN#<turn:06d>#<seq:06d>`, each link holding the previous link's
+hash (`prev_hash`) and its own (`hash`, SHA-256 of its canonical fields). The store reads the chain's
+last link (one consistent Query) before it writes the next; a writer that raced it to the same sequence
+number fails `attribute_not_exists`, and the staff member is asked to try again (StaffWriteConflict).
+Once the transaction commits, each new link's JSON is also put, once (If-None-Match), in the audit bucket
+under S3 Object Lock (AUDIT_BUCKET; `audit/<conversation id>/<turn:06d>/<seq:06d>.json`): the WORM copy a
 rewritten table item is compared with (`verify_table_audit`). A failed copy is logged and counted
-(AuditCopyFailed), never the staff request's failure. Links hold ids, a staff subject, codes and
-times: never resident or staff text.
+(AuditCopyFailed), never the staff request's failure. Links hold ids, a staff subject, codes and times:
+never resident or staff text.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from dialogue.aws.observability import logger, metrics
 from dialogue.aws.table import DynamoTable, store_errors, stored_time, ttl_epoch
 from dialogue.desk import StaffMember
 
-AuditAction = Literal["claim", "release", "decision", "reply", "close", "read_contact"]
+AuditAction = Literal["claim", "release", "decision", "reply", "close", "read_contact", "correct_record"]
+"""What a link records. `correct_record` keeps the slot's name as its reason and the new value as its outcome:
+the pack's names, never text."""
 
 
 class AuditLinks(DynamoTable):

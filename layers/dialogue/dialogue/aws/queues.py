@@ -4,6 +4,8 @@
   index QUEUE_INDEX (partition `queue`, sort `queued_at`) lists them without a Scan, and OPEN_QUEUE_INDEX
   only those still waiting for a person.
 - Claims: `claimed_by` and `claim_expires_at` on the TURN item, set and cleared by conditional writes.
+- Corrections of the record: the STATE item's versioned update and a TURN item of staff's, with the
+  item's next audit link, in one transaction (`correct_record`).
 - Decisions, replies and closes: one transaction each, with the item's next audit link
   (dialogue.aws.audit) and, for a correction, an approval or a reply, the staff message
   (dialogue.aws.replies).
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -30,6 +32,7 @@ from dialogue.aws.table import (
     OPEN_QUEUE_INDEX,
     QUEUE_INDEX,
     STAFF_COUNTER_SK,
+    STATE_SK,
     TRANSACTION_CONFLICT,
     partition_key,
     reply_sort_key,
@@ -49,7 +52,8 @@ from dialogue.errors import (
     StaffWriteConflict,
 )
 from dialogue.ports import SealedContact, StaffMessage
-from dialogue.records import TurnRecord
+from dialogue.records import ConversationRecord, TurnRecord
+from dialogue.state import DialogueState
 
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
     Queue.REVIEW: ("human_review", str(HumanReview.PENDING)),
@@ -284,6 +288,77 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         audit = self._audit(conversation_id, turn_id, queue, staff, now, "read_contact")
         self._transact([check, audit], conversation_id, turn_id, queue, staff, now)
         return contact
+
+    def correct_record(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+        now: datetime,
+        slot: str,
+        value: str,
+        correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]],
+    ) -> TurnRecord:
+        """Correct the conversation's record from an open item of `queue` that `staff` holds a live claim on:
+        `correct` (dialogue.desk.corrected_record) turns the STATE item as read into the corrected state and
+        the turn that records it. One transaction, in this order:
+
+        0. a condition check on the item: in the queue, still open, claimed by `staff` (else nothing is
+           written, and the refusal says why, as for a decision);
+        1. the item's next audit link, `correct_record`, with the slot as its reason and the value as its
+           outcome (pack names, never text);
+        2. the STATE update, conditional on the version read and bumping it, with the new slots, `asked`, the
+           turn count and times (as a resident's turn writes it: a turn that raced it is never overwritten);
+        3. the new TURN item, conditional on being new.
+
+        When a resident's turn (or another correction) changed the state between the read and the write, the
+        STATE read again and `correct` applied to it, up to three times, then StaffWriteConflict. Returns the
+        turn written."""
+        for _attempt in range(3):
+            before = self.load_conversation(conversation_id)
+            if before is None:
+                raise NotInQueue()
+            state, turn = correct(before)
+            assert turn.turn_id == before.turn_count + 1
+            check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
+            audit = self._audit(conversation_id, turn_id, queue, staff, now, "correct_record", value, slot)
+            update = {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": self._item({"pk": partition_key(conversation_id), "sk": STATE_SK}),
+                    "UpdateExpression": "SET slots = :slots, asked = :asked, #version = :next, turn_count = :turns, "
+                    "updated_at = :now, expires_at = :expires",
+                    "ConditionExpression": "#version = :expected",
+                    "ExpressionAttributeNames": {"#version": "version"},
+                    "ExpressionAttributeValues": self._item(
+                        {
+                            ":slots": dict(state.slots),
+                            ":asked": state.asked,
+                            ":next": before.version + 1,
+                            ":expected": before.version,
+                            ":turns": turn.turn_id,
+                            ":now": stored_time(now),
+                            ":expires": ttl_epoch(now + self._retention),
+                        }
+                    ),
+                }
+            }
+            put = {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": self.turn_item(turn),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            try:
+                # A failed condition from item 2 on (the state's version, the new turn) is a race to retry.
+                items = [check, audit, update, put]
+                self._transact(items, conversation_id, turn_id, queue, staff, now, message_items_from=2)
+            except _MessageRace:
+                continue
+            return turn
+        raise StaffWriteConflict()
 
     def _on_claimed(
         self,

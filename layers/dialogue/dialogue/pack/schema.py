@@ -407,6 +407,52 @@ class StaffDesk(_Strict):
         return codes
 
 
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+WEEKDAYS: tuple[Weekday, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+ClockTime = Annotated[str, StringConstraints(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")]
+
+
+class DeskHours(_Strict):
+    """When a person answers at the desk, as data (dialogue.hours): the desk's time zone, its opening
+    hours by weekday (a day left out is closed), and how its pages write dates and times.
+
+    Outside them, a hand-off, an abstention or a contact left says when a person will answer: the API gives
+    the next opening, and the chat words it with `closed_text`, in the desk's `locale` and time zone."""
+
+    time_zone: NonEmptyText  # an IANA name: "Europe/London"
+    locale: Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")] = "en-GB"
+    open: dict[Weekday, tuple[ClockTime, ClockTime]] = Field(min_length=1)
+    # Said in the chat outside the hours; {next_opening} is the next opening's day and time, written by the page.
+    closed_text: NonEmptyText
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("names no time zone (an IANA name such as Europe/London)") from None
+        return name
+
+    @field_validator("open")
+    @classmethod
+    def _opens_before_it_closes(cls, days: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+        for day, (opens, closes) in days.items():
+            if opens >= closes:
+                raise ValueError(f"{day}: the desk must open before it closes")
+        return days
+
+    @field_validator("closed_text")
+    @classmethod
+    def _names_the_opening(cls, text: str) -> str:
+        fields = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+        if fields != {"next_opening"}:
+            raise ValueError("must name {next_opening}, and nothing else in braces")
+        return text
+
+
 class ContactDetail(_Strict):
     """How one channel value takes a detail in the chat's contact form: the field's label, its kind (the
     browser's keyboard and autofill: a number, an address one writes to online, or a postal address) and
@@ -508,6 +554,7 @@ class DomainSpec(_Strict):
     screens: ScreenPatterns
     staff: StaffDesk
     contact: ContactForm | None = None
+    hours: DeskHours | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> DomainSpec:
