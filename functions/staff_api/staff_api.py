@@ -24,7 +24,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dialogue import audit_chain, clock, contact, desk, human_checks
+from dialogue import audit_chain, clock, contact, conversation, desk, human_checks
 from dialogue.actions import Queue, ReplyScreen
 from dialogue.aws.api import (
     BODY_UNREADABLE,
@@ -195,7 +195,12 @@ def _review_items(turns: list[TurnRecord]) -> list[ReviewItem]:
 def get_review(conversation_id: ConversationId, turn_id: TurnId) -> ReviewItem:
     turn = _store().queued_turn(conversation_id, turn_id, Queue.REVIEW)
     metrics.add_metric(name="StaffItemsRead", unit=MetricUnit.Count, value=1)
-    return _review_items([turn])[0]
+    return _review_items([turn])[0].model_copy(update={"seen": _seen(conversation_id)})
+
+
+def _seen(conversation_id: UUID) -> list[conversation.Message]:
+    """What the resident was shown in the conversation, in order (the chat's own /messages read)."""
+    return conversation.messages(_store(), get_pack(), conversation_id, 0).messages
 
 
 @app.get(
@@ -206,7 +211,8 @@ def get_handoff(conversation_id: ConversationId, turn_id: TurnId) -> HandoffItem
     store, now = _store(), _now()
     turn = store.queued_turn(conversation_id, turn_id, Queue.HANDOFF)
     metrics.add_metric(name="StaffItemsRead", unit=MetricUnit.Count, value=1)
-    return desk.handoff_item(turn, _staff(), now, store.read_contact(conversation_id, now))
+    item = desk.handoff_item(turn, _staff(), now, store.read_contact(conversation_id, now))
+    return item.model_copy(update={"seen": _seen(conversation_id)})
 
 
 @app.post(

@@ -37,7 +37,7 @@ def test_a_wrong_program_is_corrected_from_the_console_and_the_resident_is_sent_
     staff.show("Awaiting a check")
     staff.page.locator("#queue").get_by_role("button", name=re.compile(r"turn 2$")).click()
     item = staff.page.locator("#item-panel")
-    expect(item.get_by_role("heading", level=2)).to_have_text("Reply to turn 2 (confirm)")
+    expect(item.get_by_role("heading", level=2)).to_have_text("Reply to turn 2: reads back the choices")
     form = item.get_by_role("group", name="Correct the record")
     button = form.get_by_role("button", name="Correct the record")
     expect(button).to_be_disabled()

@@ -408,9 +408,9 @@ def test_a_held_reply_is_rejected_with_a_correction_that_the_resident_sees(
     expect(item).to_contain_text("Program: Forklift Operator Licence, Child care: unknown, Contact: unknown")
     expect(item).to_match_aria_snapshot(
         """
-        - heading "Reply to turn 1 (request_contact)" [level=2]
-        - term: Action
-        - definition: request_contact
+        - 'heading "Reply to turn 1: asks for Contact" [level=2]'
+        - term: The reply
+        - definition: asks for Contact
         - heading "Handbook rows the prompt used" [level=3]
         - heading "Draft" [level=3]
         - blockquote: Should staff contact you by phone or by email? Your seat is guaranteed.

@@ -110,3 +110,25 @@ def test_a_correction_chooses_reject_and_says_so_beside_the_box(
     note = page.locator("#correction-note")
     expect(note).to_have_text("A correction goes with Reject: Reject is now chosen.")
     expect(note).to_be_in_viewport()
+
+
+def test_the_hand_off_shows_what_the_resident_saw_and_the_reply_just_sent(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    served = server_factory()
+    resident = Resident(browser, served)
+    resident.say("Can I talk to a person?")
+    staff = Staff(browser, served)
+    staff.open_first("Hand-offs")
+    seen = staff.page.locator("#item-seen li")
+    expect(seen).to_have_count(1)
+    expect(seen.first).to_contain_text("(this item)")
+    expect(seen.first).to_contain_text(resident.assistant_replies()[-1])
+    staff.claim()
+    staff.page.get_by_label("Reply to the resident").fill("Hello, Ana here. How can I help?")
+    staff.page.get_by_role("button", name="Send reply").click()
+    expect(staff.said()).to_have_text("Reply sent to the resident.")
+    expect(seen).to_have_count(2)
+    expect(seen.last).to_contain_text("Staff")
+    expect(seen.last).to_contain_text("Hello, Ana here. How can I help?")
+    assert serious_violations(staff.page) == []

@@ -204,3 +204,26 @@ def test_outside_the_desks_hours_a_hand_off_says_when_a_person_will_answer() -> 
         say(stack, conversation_id, "Can I talk to a person?")
         (handed,) = stack.call_api("GET", f"/conversations/{conversation_id}/messages").body["messages"]
         assert handed["to_person"] is True and handed.get("next_opening") is None  # open: a person is there
+
+
+# --- the item shows what the resident saw (issue 40, item 2) -----------------------------------------
+
+
+def test_an_item_shows_what_the_resident_saw_in_order_the_staff_message_just_sent_included(
+    stack: LocalStack,
+) -> None:
+    conversation_id = new_conversation(stack)
+    say(stack, conversation_id, "forklift")
+    stack.drain()
+    handed = say(stack, conversation_id, "Can I talk to a person?")
+    path = f"/staff/handoffs/{conversation_id}/{handed['turn_id']}"
+    staff(stack, "POST", f"{path}/claim")
+    posted = stack.call_staff_api("POST", f"{path}/reply", {"text": "Hello, Ana here."}, staff="ana")
+    assert posted.status == 200
+    seen = staff(stack, "GET", path)["seen"]
+    assert [(m["source"], m["turn_id"]) for m in seen] == [("assistant", 1), ("assistant", 2), ("staff", 2)]
+    assert seen[1]["text"] == handed["reply"] and seen[1]["to_person"] is True
+    assert seen[2]["text"] == "Hello, Ana here."
+    # A queue's page stays light: no item in a list carries the conversation.
+    listed = staff(stack, "GET", "/staff/handoffs")["items"]
+    assert listed and all(item.get("seen") is None for item in listed)

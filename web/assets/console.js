@@ -237,7 +237,7 @@ function handoffReason(item) {
 // saw, how long it has waited and who holds it.
 function rowSummary(tab, item) {
   if (tab === "handoffs") return handoffReason(item);
-  const about = topicName(item.topic) || item.action.replaceAll("_", " ");
+  const about = actionWords(item);
   return `${about}; the resident saw ${item.fallback_used ? "the fallback" : "this reply"}`;
 }
 
@@ -331,6 +331,16 @@ function claimControls() {
   );
 }
 
+// What a generated reply was for, in words: "asks for Contact", "reads back the choices", "answers from the
+// handbook: fees", never the action's internal name.
+function actionWords(item) {
+  const asked = (state.desk.slots || []).find((slot) => slot.request_action === item.action);
+  if (asked) return `asks for ${asked.label}`;
+  if (item.action === "confirm") return "reads back the choices";
+  if (item.action === "inform") return ["answers from the handbook", topicName(item.topic)].filter(Boolean).join(": ");
+  return item.action.replaceAll("_", " ");
+}
+
 function reviewView(item) {
   const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : "someone else's") : "none";
   const passages = item.passages.length
@@ -340,10 +350,10 @@ function reviewView(item) {
     ? el("ul", {}, ...item.screens_fired.map((name) => el("li", { text: screenLabel(name) })))
     : el("p", { text: "None fired." });
   const parts = [
-    el("h2", { id: "item-heading", text: `Reply to turn ${item.turn_id} (${item.action})` }),
+    el("h2", { id: "item-heading", text: `Reply to turn ${item.turn_id}: ${actionWords(item)}` }),
     facts([
       ["Conversation", item.conversation_id],
-      ["Action", item.action],
+      ["The reply", actionWords(item)],
       ["Slots", slotsText(item.slots)],
       ["Queued", when(item.queued_at)],
       ["Review", item.human_review],
@@ -606,7 +616,34 @@ function focusAfter(step) {
 
 function renderItem() {
   const { tab, item } = state.item;
-  $("item-panel").replaceChildren(...(tab === "handoffs" ? handoffView(item) : reviewView(item)), trailView());
+  $("item-panel").replaceChildren(...(tab === "handoffs" ? handoffView(item) : reviewView(item)), seenView(item), trailView());
+}
+
+// What the resident was shown, in order: the desk's replies and staff messages (the ones just sent
+// included), this item's own reply marked. The resident's own words are never kept, so never shown.
+function seenView(item) {
+  const seen = item.seen || [];
+  const list = el(
+    "ol",
+    { class: "seen" },
+    ...seen.map((message) => {
+      const mine = message.source === "assistant" && message.turn_id === item.turn_id;
+      const who = message.source === "staff" ? "Staff" : "Assistant";
+      return el(
+        "li",
+        { class: `${message.source}${mine ? " this-item" : ""}` },
+        el("span", { class: "who", text: `${who}, ${when(message.at)}${mine ? " (this item)" : ""}: ` }),
+        el("span", { dir: "auto", text: message.text }),
+      );
+    }),
+  );
+  return el(
+    "section",
+    { id: "item-seen", "aria-labelledby": "seen-heading" },
+    el("h3", { id: "seen-heading", text: "What the resident was shown" }),
+    seen.length ? list : el("p", { text: "Nothing yet." }),
+    el("p", { class: "notice status", text: "The resident's own messages are not kept, so they are not shown." }),
+  );
 }
 
 // --- an item's audit trail --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
-from dialogue.actions import Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
+from dialogue.actions import Action, HandoffStatus, Queue
 from dialogue.errors import (
     ContactFormUnavailable,
     ContactNotAccepted,
@@ -32,7 +32,7 @@ from dialogue.errors import (
 from dialogue.pack import UNKNOWN, DomainPack
 from dialogue.pack.schema import ContactForm
 from dialogue.ports import ConversationStore, SealedContact
-from dialogue.records import ConversationRecord, TurnRecord
+from dialogue.records import ConversationRecord, TurnRecord, desk_turn
 from dialogue.replies import reply_fields
 from dialogue.understanding import CONTACT_TYPED
 
@@ -120,22 +120,12 @@ def leave_contact(
 
 def contact_turn(before: ConversationRecord, now: datetime) -> TurnRecord:
     """The hand-off turn a contact form makes: the state's slots, unchanged, and an open hand-off."""
-    state = before.state
-    return TurnRecord(
-        conversation_id=before.conversation_id,
-        turn_id=before.turn_count + 1,
+    return desk_turn(
+        before,
+        before.state,
         intent=CONTACT_LEFT,
-        injection_screen=False,
-        privileged_request=False,
-        slots=dict(state.slots),
         action=Action.HAND_OFF,
-        asked=state.asked,
-        reply_source=ReplySource.FIXED,
-        status=TurnStatus.FINAL,
-        reply_screen=ReplyScreen.NOT_APPLICABLE,
-        human_review=HumanReview.NOT_APPLICABLE,
-        created_at=now,
-        finalized_at=now,
+        now=now,
         queue=Queue.HANDOFF,
         queued_at=now,
         handoff_status=HandoffStatus.OPEN,

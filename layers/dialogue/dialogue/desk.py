@@ -38,11 +38,10 @@ from dialogue.actions import (
     HandoffStatus,
     HumanReview,
     ReplyScreen,
-    ReplySource,
     Screen,
     ScreenProfile,
-    TurnStatus,
 )
+from dialogue.conversation import Message
 from dialogue.errors import (
     MAX_STAFF_TEXT_CHARS,
     CorrectionRequired,
@@ -55,7 +54,7 @@ from dialogue.errors import (
 )
 from dialogue.pack import DomainPack
 from dialogue.ports import SealedContact
-from dialogue.records import ConversationRecord, Draft, TurnRecord
+from dialogue.records import ConversationRecord, Draft, TurnRecord, desk_turn
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
@@ -93,6 +92,9 @@ class DeskItem(BaseModel):
     queued_at: datetime
     created_at: datetime
     claim: Claim | None = None
+    # On one item's own view (never in a queue's page): what the resident was shown in this conversation,
+    # in order: the desk's replies and the staff messages, the ones just sent included. Never their words.
+    seen: list[Message] | None = None
 
 
 class ReviewItem(DeskItem):
@@ -253,23 +255,7 @@ def corrected_record(
     changed = current.with_updates({slot: value})
     action = record_action(changed, pack)
     state = changed.asking(str(action))
-    turn = TurnRecord(
-        conversation_id=before.conversation_id,
-        turn_id=before.turn_count + 1,
-        intent=STAFF_CORRECTION,
-        injection_screen=False,
-        privileged_request=False,
-        slots=dict(state.slots),
-        action=action,
-        asked=state.asked,
-        reply_source=ReplySource.FIXED,
-        status=TurnStatus.FINAL,
-        reply_screen=ReplyScreen.NOT_APPLICABLE,
-        human_review=HumanReview.NOT_APPLICABLE,
-        created_at=now,
-        finalized_at=now,
-        corrected_by=staff.subject,
-    )
+    turn = desk_turn(before, state, intent=STAFF_CORRECTION, action=action, now=now, corrected_by=staff.subject)
     return state, turn
 
 
@@ -387,6 +373,8 @@ class SlotLabels(BaseModel):
     name: str
     label: str
     values: list[ValueLabel]
+    # The request action that asks for it (a name from the pack), so a reply's item can say what it asked.
+    request_action: str | None = None
 
 
 class ScreenLabel(BaseModel):
@@ -422,6 +410,7 @@ def slot_labels(pack: DomainPack) -> list[SlotLabels]:
             name=spec.name,
             label=spec.label,
             values=[ValueLabel(value=value, label=pack.value_label(spec.name, value)) for value in spec.values],
+            request_action=str(spec.request_action) if spec.request_action is not None else None,
         )
         for spec in pack.frame.slots
     ]

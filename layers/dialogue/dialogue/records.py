@@ -99,3 +99,37 @@ def datetime_fields(model: type[BaseModel]) -> tuple[str, ...]:
         for name, field in model.model_fields.items()
         if field.annotation is datetime or datetime in get_args(field.annotation)
     )
+
+
+def desk_turn(
+    before: ConversationRecord,
+    state: DialogueState,
+    *,
+    intent: str,
+    action: Action,
+    now: datetime,
+    **desk_fields: object,
+) -> TurnRecord:
+    """A turn the desk writes itself, with nothing the resident typed (a contact form left, a staff
+    correction of the record): the next turn of `before`, with `state`'s slots and question, its reply the
+    pack's fixed text for `action` (rebuilt from its slots when read), final at once. `desk_fields` are
+    TurnRecord's staff-desk fields (a queue, a hand-off's status, `corrected_by`)."""
+    return TurnRecord.model_validate(
+        {
+            "conversation_id": before.conversation_id,
+            "turn_id": before.turn_count + 1,
+            "intent": intent,
+            "injection_screen": False,
+            "privileged_request": False,
+            "slots": dict(state.slots),
+            "action": action,
+            "asked": state.asked,
+            "reply_source": ReplySource.FIXED,
+            "status": TurnStatus.FINAL,
+            "reply_screen": ReplyScreen.NOT_APPLICABLE,
+            "human_review": HumanReview.NOT_APPLICABLE,
+            "created_at": now,
+            "finalized_at": now,
+            **desk_fields,
+        }
+    )
