@@ -81,9 +81,9 @@ def take(folder: Path) -> list[Path]:
             chat = browser.new_page(viewport={"width": 1280, "height": 800})
             chat.goto(f"{url}/chat")
             for number, text in enumerate(script.resident, start=1):
-                expect(chat.get_by_role("button", name="Send")).to_be_enabled()
+                expect(chat.get_by_role("button", name="Send", exact=True)).to_be_enabled()
                 chat.get_by_role("textbox", name="Message").fill(text)
-                chat.get_by_role("button", name="Send").click()
+                chat.get_by_role("button", name="Send", exact=True).click()
                 expect(chat.locator("#transcript li.assistant")).to_have_count(number, timeout=20_000)
             console = browser.new_page(viewport={"width": 1280, "height": 800})
             console.goto(f"{url}/console")
