@@ -274,7 +274,7 @@ class _Month:
         queries = {
             "held": ("/staff/reviews", "drafted=false&review=pending&order=oldest&limit=100"),
             "drafted": ("/staff/reviews", "drafted=true&review=pending&order=oldest&limit=100"),
-            "handoffs": ("/staff/handoffs", "status=open&order=oldest&limit=100"),
+            "handoffs": ("/staff/handoffs", "status=open&order=newest&limit=100"),
         }
         truth = self.open_items()
         pages: dict[str, list[dict[str, Any]]] = {}
@@ -386,7 +386,9 @@ class _Month:
         if day == plan.dispatch_failure_day:
             events += [(midnight + timedelta(hours=13), "dispatch fails")]
             events += [(midnight + timedelta(hours=14, minutes=10), "dispatch recovers")]
-            events += [(midnight + timedelta(hours=13, minutes=m), "resident") for m in (2, 20, 50)]
+            # The first resident's first turn is worded by the model, so its stream record outlives the hour.
+            events += [(midnight + timedelta(hours=13, minutes=2), "resident, worded at once")]
+            events += [(midnight + timedelta(hours=13, minutes=m), "resident") for m in (20, 50)]
         if day == plan.pack_change_day:
             # Replies in flight across the change: the realizer pauses, residents talk, the pack changes.
             # Two residents are mid-conversation about the program whose id the change renames.
@@ -400,6 +402,8 @@ class _Month:
             self.run_until(moment, step=60 if not self.realizer_up or restore else 300)
             if what == "resident":
                 self.resident(day)
+            elif what == "resident, worded at once":
+                self.resident(day, self.change_script)
             elif what == "resident before the change":
                 self.resident(day, self.change_script, pause_after=1)
             elif what == "residents come back":

@@ -2,7 +2,7 @@
 
 A local desk is served on loopback with drafts chosen so the pictures show each kind of message: a
 reply shown as drafted, a reply a screen held (the fallback shown), a hand-off answered by staff, and in
-the console the held reply's item view.
+the console the hand-off's item view (every ask it holds, what the resident saw) and the held reply's.
 """
 
 from __future__ import annotations
@@ -96,21 +96,30 @@ def take(folder: Path) -> list[Path]:
             console.get_by_label("Reply to the resident").fill(script.staff_reply)
             console.get_by_role("button", name="Send reply").click()
             expect(chat.locator("#transcript li.staff")).to_have_count(1, timeout=20_000)
+            expect(console.locator("#item-seen li").last).to_contain_text(script.staff_reply)
+            written += _shoot(console, folder, "handoff", "document.getElementById('item-heading').scrollIntoView()")
             _open_first(console, "Held replies")
             _claim(console)
             expect(console.get_by_role("button", name="Record decision")).to_be_enabled()
-            for name, page in (("chat", chat), ("console", console)):
-                for size, (width, height) in SIZES.items():
-                    page.set_viewport_size({"width": width, "height": height})
-                    # the chat at its latest message; the console from its top (queues, then the item)
-                    page.evaluate("document.querySelector('.transcript')?.scrollTo(0, 1e9); window.scrollTo(0, 0)")
-                    path = folder / f"{name}-{size}.png"
-                    page.screenshot(path=str(path), full_page=False)
-                    written.append(path)
+            # the chat at its latest message; the console from its top (queues, then the item)
+            written += _shoot(chat, folder, "chat", "document.querySelector('.transcript').scrollTo(0, 1e9)")
+            written += _shoot(console, folder, "console", "window.scrollTo(0, 0)")
             browser.close()
     finally:
         stop.set()
         server.join(timeout=30)
+    return written
+
+
+def _shoot(page: Page, folder: Path, name: str, placing: str) -> list[Path]:
+    """`page` at each size, placed by the script `placing`: `<name>-<size>.png` in `folder`."""
+    written = []
+    for size, (width, height) in SIZES.items():
+        page.set_viewport_size({"width": width, "height": height})
+        page.evaluate(placing)
+        path = folder / f"{name}-{size}.png"
+        page.screenshot(path=str(path), full_page=False)
+        written.append(path)
     return written
 
 

@@ -98,7 +98,7 @@ STAFF_CLAIMS = {
 }
 NOT_STAFF_CLAIMS = {**STAFF_CLAIMS, "sub": "9e8d7c6b-5a49-4382-9716-05f4e3d2c1b0", "cognito:groups": "[]"}
 HELD_TURN = 7  # the tripped reply: the staff reject it with a correction
-HANDOFF_TURN = 4  # the hand_off turn: the staff reply to it and close it
+HANDOFF_TURN = 2  # the hand-off item: the refusal opened it, turns 3 and 4 joined it; the staff reply and close it
 CORRECTION = "Classes meet Monday and Wednesday evenings; a seat is held only after staff check your documents."
 HANDOFF_REPLY = "Hello, this is the enrollment desk. We will call you today by the channel you choose."
 

@@ -107,7 +107,8 @@ def test_the_chat_waits_for_a_person_says_when_one_answers_and_shows_their_reply
     later.context.close()
 
     staff = Staff(browser, served)
-    staff.open_first("Hand-offs")
+    staff.show("Hand-offs")  # the first resident's hand-off: below the later one's (newest ask first)
+    staff.page.locator("#queue li").last.get_by_role("button").click()
     staff.claim()
     staff.page.get_by_label("Reply to the resident").fill("Hello, Ana here. How can I help?")
     staff.page.get_by_role("button", name="Send reply").click()
@@ -116,3 +117,32 @@ def test_the_chat_waits_for_a_person_says_when_one_answers_and_shows_their_reply
     expect(message).to_contain_text("Ana here", timeout=REPLY_WAIT_MS)
     expect(message).to_be_in_viewport()
     expect(waiting).to_be_hidden()
+    # the message came into view, so no cue points at it (a class's display never overrides `hidden`)
+    expect(resident.page.locator("#new-staff")).to_be_hidden()
+
+
+def test_a_staff_message_shows_a_cue_where_the_resident_reads_further_up(
+    browser: Browser, server_factory: Callable[..., Served]
+) -> None:
+    """Issue 40, item 3: a staff message does not pull a resident reading earlier replies away; a cue says
+    it came, and takes them to it."""
+    served = server_factory()
+    resident = Resident(browser, served, width=390, height=844)
+    for text in ("I want the forklift course.", "Email is best.", "What is the parking fee?"):
+        resident.say(text)
+    cue = resident.page.locator("#new-staff")
+    expect(cue).to_be_hidden()
+    resident.page.evaluate("document.querySelector('.transcript').scrollTo(0, 0)")
+    staff = Staff(browser, served)
+    staff.open_first("Hand-offs")
+    staff.claim()
+    staff.page.get_by_label("Reply to the resident").fill("Hello, Ana here. Parking is free after 5 pm.")
+    staff.page.get_by_role("button", name="Send reply").click()
+    expect(cue).to_be_visible(timeout=REPLY_WAIT_MS)
+    message = resident.page.locator("#transcript li.staff").last
+    expect(message).not_to_be_in_viewport()
+    cue.click()
+    expect(message).to_be_in_viewport()
+    expect(message).to_be_focused()
+    expect(cue).to_be_hidden()
+    assert serious_violations(resident.page) == []

@@ -1051,12 +1051,14 @@ def test_sam_build_function_holds_its_handler(sam_build: Path, name: str) -> Non
 
 def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[str, Any]) -> None:
     """Per function, exactly the conversation-table actions its code path needs: the turn API reads (a
-    conversation's messages by a Query on its partition) and puts items in one transaction (it never
-    updates: reads do not write); the screen function updates a TURN and puts its REPLY; the staff
-    function reads items and writes claims, decisions, messages and audit items in transactions, and
-    queries audit partitions (an item's trail); the dispatch function touches no table."""
+    conversation's messages by a Query on its partition) and writes one transaction per turn: puts, and
+    the update of the open hand-off item a turn joins (reads never write); the screen function updates a
+    TURN and puts its REPLY; the staff function reads items and writes claims, decisions, messages and
+    audit items in transactions, and queries audit partitions (an item's trail); the dispatch function
+    touches no table."""
     needed = {
-        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"},
+        # and it updates the open hand-off item a turn joins (dialogue.handoffs)
+        "TurnApiFunction": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         "StaffApiFunction": {
             "dynamodb:GetItem",
             "dynamodb:BatchGetItem",

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from desk_calls import new_conversation, say, staff
 
 from devstack.stack import TABLE_NAME, LocalStack
 from dialogue.pack import get_pack
@@ -24,24 +25,8 @@ EMAIL = "quillon.marsh-4471@example.org"
 NOTE = "Zebrafinch-7713: please ring after 3pm, I work mornings."
 
 
-def new_conversation(stack: LocalStack) -> str:
-    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
-
-
-def say(stack: LocalStack, conversation_id: str, text: str) -> dict[str, Any]:
-    response = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
-    assert response.status in (200, 202), response.body
-    return dict(response.body)
-
-
 def leave(stack: LocalStack, conversation_id: str, body: Any) -> Any:
     return stack.call_api("POST", f"/conversations/{conversation_id}/contact", body)
-
-
-def staff(stack: LocalStack, method: str, path: str, *, who: str = "ana", query: str = "") -> Any:
-    response = stack.call_staff_api(method, path, staff=who, query=query)
-    assert response.status == 200, (method, path, response.status, response.body)
-    return response.body
 
 
 def with_phone(stack: LocalStack) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from desk_calls import new_conversation, say, staff
 
 from devstack.auth import subject_for
 from devstack.stack import AUDIT_BUCKET, TABLE_NAME, LocalStack
@@ -43,16 +44,6 @@ def every_shown_reply_drawn() -> Iterator[None]:
 # --- helpers ----------------------------------------------------------------------------------------------
 
 
-def new_conversation(stack: LocalStack) -> str:
-    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
-
-
-def say(stack: LocalStack, conversation_id: str, text: str) -> dict[str, Any]:
-    response = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
-    assert response.status in (200, 202), response.body
-    return dict(response.body)
-
-
 def word_pending(stack: LocalStack, reply: str) -> None:
     """Word every pending turn's reply with `reply`, screened as the screen function does."""
     stack.run_dispatch()
@@ -72,12 +63,6 @@ def generated(stack: LocalStack, conversation_id: str, text: str, reply: str) ->
     assert turn["status"] == "pending", turn
     word_pending(stack, reply)
     return int(turn["turn_id"])
-
-
-def staff(stack: LocalStack, method: str, path: str, body: Any = None, *, who: str = "ana", query: str = "") -> Any:
-    response = stack.call_staff_api(method, path, body, staff=who, query=query)
-    assert response.status == 200, (method, path, response.status, response.body)
-    return response.body
 
 
 def state_item(stack: LocalStack, conversation_id: str) -> dict[str, Any]:

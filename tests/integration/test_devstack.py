@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from desk_calls import new_conversation
 
 from devstack.stack import TABLE_NAME, LocalStack
 from devstack.streams import StreamMapping
@@ -18,10 +19,6 @@ def post(stack: LocalStack, conversation_id: str, text: str) -> int:
     answer = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": text})
     assert answer.status in (200, 202), answer
     return int(answer.status)
-
-
-def new_conversation(stack: LocalStack) -> str:
-    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
 
 
 def recording_mapping(stack: LocalStack, fail_on: set[int] | None = None) -> tuple[StreamMapping, list[list[str]]]:

@@ -91,7 +91,7 @@ def test_sentinel_utterances_leave_no_piece_anywhere(stack: LocalStack, pack: Do
     assert [row.action for row in rows][:2] == ["confirm", "refuse"]
     # and the staff work the desk: every review decided, every hand-off answered and closed
     walked = walk_the_desk(stack)
-    assert walked["hand-offs answered"] >= 2 and walked["reviews approve"] >= 1
+    assert walked["hand-offs answered"] >= 1 and walked["reviews approve"] >= 1
     kept = everything_kept(stack)
     assert leaks(kept, SENTINEL_TURNS, approved_text(pack)) == []
     for marker in ("zebrafinch", "555-0199", "quartzlane", "zoë", "ünïcødé", "marmalade", "borogove", "plumtree"):

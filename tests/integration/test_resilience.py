@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from desk_calls import new_conversation
 from moto.dynamodb.models import DynamoDBBackend
 
 from devstack.faults import Fault
@@ -24,10 +25,6 @@ from dialogue.pack import DomainPack
 from dialogue.settings import get_settings
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
-
-
-def new_conversation(stack: LocalStack) -> str:
-    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
 
 
 def turn_items(stack: LocalStack, conversation_id: str) -> list[dict[str, Any]]:

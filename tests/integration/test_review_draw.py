@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from desk_calls import new_conversation, staff
 
 from devstack.month import MonthPlan, simulate_month
 from devstack.stack import LocalStack
@@ -44,10 +45,6 @@ def draws() -> Iterator[Draws]:
         yield given
 
 
-def new_conversation(stack: LocalStack) -> str:
-    return str(stack.call_api("POST", "/conversations").body["conversation_id"])
-
-
 def worded(stack: LocalStack, conversation_id: str, reply: str) -> int:
     """Post a turn a model words, word it with `reply`, and screen it as the screen function does."""
     posted = stack.call_api("POST", f"/conversations/{conversation_id}/turns", {"text": TURN})
@@ -60,12 +57,6 @@ def worded(stack: LocalStack, conversation_id: str, reply: str) -> int:
     stack.sqs.send_message(QueueUrl=stack.screen_queue.url, MessageBody=realized.model_dump_json())
     assert stack.run_screen_function() == 1
     return int(posted.body["turn_id"])
-
-
-def staff(stack: LocalStack, method: str, path: str, body: Any = None, *, query: str = "") -> Any:
-    response = stack.call_staff_api(method, path, body, staff="ana", query=query)
-    assert response.status == 200, (method, path, response.status, response.body)
-    return response.body
 
 
 def item(stack: LocalStack, conversation_id: str, sort_key: str) -> dict[str, Any]:

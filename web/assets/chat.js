@@ -64,6 +64,8 @@ const state = {
   contactOpened: false, // the form opened itself once, when a channel that takes a detail was chosen
   hours: null, // the desk's hours (config.json): how to say when a person answers, outside them
 };
+// Whether the resident reads the newest message (the transcript scrolled to its end), as they last scrolled.
+let readingNewest = true;
 
 function appendMessage(kind, who, text) {
   const item = document.createElement("li");
@@ -76,7 +78,7 @@ function appendMessage(kind, who, text) {
   body.textContent = text;
   item.append(label, body);
   // Where the resident reads further up, a staff message shows a cue rather than pulling the page away.
-  const readingAbove = view.scroller.scrollHeight - view.scroller.scrollTop - view.scroller.clientHeight > 40;
+  const readingAbove = !readingNewest;
   view.transcript.append(item);
   if (kind === "staff" && readingAbove) {
     view.newStaff.hidden = false;
@@ -398,9 +400,14 @@ view.retry.addEventListener("click", () => {
 });
 view.message.addEventListener("input", countCharacters);
 view.scroller.addEventListener("scroll", () => {
-  const atEnd = view.scroller.scrollHeight - view.scroller.scrollTop - view.scroller.clientHeight <= 40;
-  if (atEnd) view.newStaff.hidden = true; // read down to it: the cue has done its work
+  readingNewest = view.scroller.scrollHeight - view.scroller.scrollTop - view.scroller.clientHeight <= 40;
+  if (readingNewest) view.newStaff.hidden = true; // read down to it: the cue has done its work
 });
+// The page around the transcript changes (the contact form opens, a notice appears, the phone turns): a
+// resident who was reading the newest message still is.
+new ResizeObserver(() => {
+  if (readingNewest) view.scroller.scrollTop = view.scroller.scrollHeight;
+}).observe(view.scroller);
 
 // The contact form: apart from the chat, for a person. Its field follows the channel the conversation
 // chose (the conversation's slots, never the resident's words); it opens itself once when one is chosen.

@@ -10,7 +10,8 @@ const $ = (id) => document.getElementById(id);
 // for a check (a share of the shown replies, at the pack's rate: the rest are never queued).
 // In the order people wait: a hand-off is a person waiting for a person; a held reply left them the fallback.
 const TABS = {
-  handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=oldest&limit=100" },
+  // A conversation has one open hand-off; a later ask joins it and brings it to the top (newest ask first).
+  handoffs: { title: "Hand-offs", path: "/staff/handoffs", query: "status=open&order=newest&limit=100" },
   held: { title: "Held replies", path: "/staff/reviews", query: "drafted=false&review=pending&order=oldest&limit=100" },
   awaiting: {
     title: "Replies awaiting a check",
@@ -226,11 +227,22 @@ function topicName(name) {
   return name ? name.replaceAll("_", " ") : null;
 }
 
-// Why a hand-off waits, in words: never the action's or the intent's internal name.
+// Why one turn was left to a person, in words: never the action's or the intent's internal name.
+function askReason(ask) {
+  if (ask.intent === "contact_left") return "left a contact form for staff";
+  const why = { refuse: "a request the assistant refused", abstain_hand_off: "no handbook row answers", hand_off: "asked for a person" }[ask.action] || "passed to a person";
+  return [why, topicName(ask.topic)].filter(Boolean).join(": ");
+}
+
+// Why a hand-off waits: every ask that opened or joined it, each reason once, in the order first asked.
 function handoffReason(item) {
-  if (item.intent === "contact_left") return "left a contact form for staff";
-  const why = { refuse: "a request the assistant refused", abstain_hand_off: "no handbook row answers", hand_off: "asked for a person" }[item.action] || "passed to a person";
-  return [why, topicName(item.topic)].filter(Boolean).join(": ");
+  const reasons = [...new Set((item.asks && item.asks.length ? item.asks : [item]).map(askReason))];
+  return reasons.join("; ");
+}
+
+// Who holds a claim, as a colleague reads it.
+function claimHolder(claim) {
+  return claim.mine ? "you" : claim.holder || "another member of staff";
 }
 
 // A row says what the item is: the conversation's short reference, what it is about, what the resident
@@ -253,7 +265,9 @@ function drawQueue(tab, page) {
   for (const item of page.items) {
     const reference = item.conversation_id.slice(0, 8);
     const label = `Conversation ${reference}, turn ${item.turn_id}`;
-    const claim = item.claim ? (item.claim.mine ? "claimed by you" : "claimed by someone else") : "unclaimed";
+    const claim = item.claim ? `claimed by ${claimHolder(item.claim)}` : "unclaimed";
+    const asks = item.asks ? item.asks.length : 1;
+    const waited = tab === "handoffs" && asks > 1 ? ` waiting since ${age(item.created_at)}, asked ${asks} times, last ${age(item.queued_at)}` : ` queued ${age(item.queued_at)}`;
     list.append(
       el(
         "li",
@@ -263,7 +277,7 @@ function drawQueue(tab, page) {
           {},
           el("strong", { text: label }),
           el("span", { class: "summary", text: ` ${rowSummary(tab, item)}` }),
-          el("span", { class: "meta", text: ` queued ${age(item.queued_at)}, ${claim}` }),
+          el("span", { class: "meta", text: `${waited}, ${claim}` }),
         ),
         el("button", {
           type: "button",
@@ -342,7 +356,7 @@ function actionWords(item) {
 }
 
 function reviewView(item) {
-  const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : "someone else's") : "none";
+  const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : `${claimHolder(item.claim)}'s until ${when(item.claim.expires_at)}`) : "none";
   const passages = item.passages.length
     ? el("ul", {}, ...item.passages.map((p) => el("li", {}, el("strong", { text: `${p.passage_id}: ` }), document.createTextNode(p.text))))
     : el("p", { text: "None: this action uses no handbook row." });
@@ -504,20 +518,26 @@ async function correctRecord(form) {
 }
 
 function handoffView(item) {
-  const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : "someone else's") : "none";
+  const claim = item.claim ? (item.claim.mine ? `yours until ${when(item.claim.expires_at)}` : `${claimHolder(item.claim)}'s until ${when(item.claim.expires_at)}`) : "none";
   const parts = [
     el("h2", { id: "item-heading", text: `Hand-off: ${handoffReason(item)}` }),
     facts([
       ["Conversation", item.conversation_id],
       ["Turn", String(item.turn_id)],
-      ["Handbook topic", item.topic || "none"],
       ["Slots", slotsText(item.slots)],
       ["Injection-like", item.injection_screen ? "yes" : "no"],
       ["Staff-only request", item.privileged_request ? "yes" : "no"],
       ["Status", item.handoff_status],
-      ["Queued", when(item.queued_at)],
+      ["Waiting since", when(item.created_at)],
+      ["Last asked", when(item.queued_at)],
       ["Claim", claim],
     ]),
+    el("h3", { id: "asks-heading", text: "What the resident asked a person for" }),
+    el(
+      "ol",
+      { "aria-labelledby": "asks-heading", class: "asks" },
+      ...(item.asks || []).map((ask) => el("li", { text: `Turn ${ask.turn_id}, ${when(ask.at)}: ${askReason(ask)}` })),
+    ),
   ];
   if (item.contact) parts.push(contactSection(item));
   if (item.handoff_status === "open") {

@@ -157,7 +157,8 @@ STAFF_REJECTED = frozenset({HumanReview.REJECTED, HumanReview.CORRECTED})
 """The staff decisions that say a reply should not have been shown as it was."""
 
 HANDED_OFF = frozenset({Action.REFUSE, Action.ABSTAIN_HAND_OFF, Action.HAND_OFF})
-"""The actions that leave the turn to a person: each becomes an item of the staff's hand-off queue."""
+"""The actions that leave the turn to a person: the conversation's first opens an item of the staff's
+hand-off queue, and a later one joins it while it is open (dialogue.handoffs)."""
 
 
 class Queue(StrEnum):
@@ -170,6 +171,9 @@ class Queue(StrEnum):
 class HandoffStatus(StrEnum):
     OPEN = "open"
     CLOSED = "closed"
+    # A turn left to a person while the conversation already had an open item: it joined that item
+    # (`joined_to`) and is in no queue itself.
+    JOINED = "joined"
 
 
 class ScreenProfile(StrEnum):

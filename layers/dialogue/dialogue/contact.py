@@ -21,7 +21,8 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
-from dialogue.actions import Action, HandoffStatus, Queue
+from dialogue import handoffs
+from dialogue.actions import Action
 from dialogue.errors import (
     ContactFormUnavailable,
     ContactNotAccepted,
@@ -29,6 +30,7 @@ from dialogue.errors import (
     NothingToLeave,
     TurnLimitReached,
 )
+from dialogue.handoffs import handoff_fields
 from dialogue.pack import UNKNOWN, DomainPack
 from dialogue.pack.schema import ContactForm
 from dialogue.ports import ConversationStore, SealedContact
@@ -111,24 +113,17 @@ def leave_contact(
         left_at=now,
         expires_at=now + timedelta(days=form.keep_days),
     )
-    turn = contact_turn(before, now)
-    store.commit_turn(before, before.state, turn, contact=sealed)
+    _, turn = handoffs.commit(store, before, before.state, contact_turn(before, now), contact=sealed)
     reply = contact_reply(turn, pack)
     assert reply is not None
     return turn, reply
 
 
 def contact_turn(before: ConversationRecord, now: datetime) -> TurnRecord:
-    """The hand-off turn a contact form makes: the state's slots, unchanged, and an open hand-off."""
+    """The hand-off turn a contact form makes: the state's slots, unchanged, and a new hand-off item, or
+    the conversation's open one joined (dialogue.handoffs)."""
     return desk_turn(
-        before,
-        before.state,
-        intent=CONTACT_LEFT,
-        action=Action.HAND_OFF,
-        now=now,
-        queue=Queue.HANDOFF,
-        queued_at=now,
-        handoff_status=HandoffStatus.OPEN,
+        before, before.state, intent=CONTACT_LEFT, action=Action.HAND_OFF, now=now, **handoff_fields(before, now)
     )
 
 

@@ -15,7 +15,8 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import HANDED_OFF, Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
+from dialogue import handoffs
+from dialogue.actions import HANDED_OFF, Action, HumanReview, ReplyScreen, ReplySource, TurnStatus
 from dialogue.contact import contact_reply
 from dialogue.errors import (
     ConversationNotFound,
@@ -24,6 +25,7 @@ from dialogue.errors import (
     TurnLimitReached,
     TurnNotFound,
 )
+from dialogue.handoffs import handoff_fields
 from dialogue.hours import next_opening
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state, turn_topic
@@ -130,13 +132,12 @@ def take_turn(
         human_review=HumanReview.PENDING if uses_model else HumanReview.NOT_APPLICABLE,
         created_at=now,
         finalized_at=None if uses_model else now,
-        # A turn left to a person waits in the staff's hand-off queue; a generated one joins the review
-        # queue once screened (dialogue.aws.replies).
-        queue=Queue.HANDOFF if handed_off else None,
-        queued_at=now if handed_off else None,
-        handoff_status=HandoffStatus.OPEN if handed_off else None,
+        # A turn left to a person waits in the staff's hand-off queue, or joins the conversation's open item
+        # there (dialogue.handoffs); a generated one joins the review queue once screened
+        # (dialogue.aws.replies).
+        **(handoff_fields(before, now) if handed_off else {}),
     )
-    committed = store.commit_turn(before, state, turn, request_key=request_key)
+    committed, turn = handoffs.commit(store, before, state, turn, request_key=request_key)
     if not committed.wrote:  # the key's first request made the turn (even one racing this, with this id)
         earlier = _view_of_earlier(store, pack, conversation_id, committed.turn_id)
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer

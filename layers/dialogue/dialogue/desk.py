@@ -54,7 +54,7 @@ from dialogue.errors import (
 )
 from dialogue.pack import DomainPack
 from dialogue.ports import SealedContact
-from dialogue.records import ConversationRecord, Draft, TurnRecord, desk_turn
+from dialogue.records import ConversationRecord, Draft, HandoffAsk, TurnRecord, desk_turn
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
 
@@ -74,10 +74,12 @@ class Passage(BaseModel):
 
 
 class Claim(BaseModel):
-    """A claim as the staff see it: whether it is theirs, and until when. Never who else holds it."""
+    """A claim as the staff see it: whether it is theirs, until when, and who holds it by the name their
+    sign-in gives (never their subject; null where it gives none)."""
 
     mine: bool
     expires_at: datetime
+    holder: str | None = None
 
 
 class DeskItem(BaseModel):
@@ -137,6 +139,9 @@ class HandoffItem(DeskItem):
     privileged_request: bool
     handoff_status: HandoffStatus
     closed_at: datetime | None = None
+    # Every turn of the conversation left to a person while this item was open, oldest first: the one that
+    # opened it, then each that joined it (dialogue.handoffs). Why the resident waits, in names.
+    asks: list[HandoffAsk]
     # The conversation's contact form, when the resident left one (shown on its hand-offs only, unopened).
     contact: ContactLeft | None = None
 
@@ -300,7 +305,7 @@ def staff_member(claims: Mapping[str, Any] | None, group: str) -> StaffMember:
 def claim_view(turn: TurnRecord, staff: StaffMember, now: datetime) -> Claim | None:
     if turn.claimed_by is None or turn.claim_expires_at is None or turn.claim_expires_at <= now:
         return None
-    return Claim(mine=turn.claimed_by == staff.subject, expires_at=turn.claim_expires_at)
+    return Claim(mine=turn.claimed_by == staff.subject, expires_at=turn.claim_expires_at, holder=turn.claimed_by_name)
 
 
 def _desk_fields(turn: TurnRecord, staff: StaffMember, now: datetime) -> dict[str, Any]:
@@ -358,6 +363,7 @@ def handoff_item(
         injection_screen=turn.injection_screen,
         privileged_request=turn.privileged_request,
         handoff_status=turn.handoff_status or HandoffStatus.OPEN,
+        asks=[turn.as_ask(), *turn.joined],
         closed_at=turn.decided_at if turn.handoff_status is HandoffStatus.CLOSED else None,
     )
 

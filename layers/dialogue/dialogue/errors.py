@@ -70,6 +70,11 @@ class ConcurrentTurnConflict(DialogueError):
     shown = BUSY
 
 
+class HandoffItemGone(Exception):
+    """Not a refusal, and never one the APIs send: a turn would have joined its conversation's open hand-off
+    item, which is no longer in the table (dialogue.handoffs opens a new one)."""
+
+
 class StoreUnavailable(DialogueError):
     status = HTTPStatus.SERVICE_UNAVAILABLE
     retry = True

@@ -26,6 +26,20 @@ class ConversationRecord(BaseModel):
     # The worded replies asked for in the current hour-long window, and when that window began.
     generated_since: datetime | None = None
     generated_count: Annotated[int, Field(ge=0)] = 0
+    # The conversation's open hand-off item (its turn's number) until staff close it (dialogue.handoffs).
+    open_handoff: Annotated[int, Field(ge=1)] | None = None
+
+
+class HandoffAsk(BaseModel):
+    """One turn left to a person, as its conversation's open hand-off item lists it: names, never text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn_id: Annotated[int, Field(ge=1)]
+    action: Action
+    intent: str
+    topic: str | None = None
+    at: datetime
 
 
 class TurnRecord(BaseModel):
@@ -56,7 +70,13 @@ class TurnRecord(BaseModel):
     queue: Queue | None = None
     queued_at: datetime | None = None
     handoff_status: HandoffStatus | None = None
+    # A turn that joined its conversation's open hand-off item: that item's turn (dialogue.handoffs).
+    joined_to: Annotated[int, Field(ge=1)] | None = None
+    # On an open hand-off item: the later turns that joined it, oldest first.
+    joined: tuple[HandoffAsk, ...] = ()
     claimed_by: str | None = None
+    # The claim holder's display name, for their colleagues (absent where the sign-in gives none).
+    claimed_by_name: str | None = None
     claim_expires_at: datetime | None = None
     decided_by: str | None = None
     decided_at: datetime | None = None
@@ -64,6 +84,16 @@ class TurnRecord(BaseModel):
     # A turn a member of staff wrote, correcting the record (dialogue.desk.corrected_record): their subject.
     # Absent on every resident's turn, so the retained record tells the two apart.
     corrected_by: str | None = None
+
+    @property
+    def opens_handoff(self) -> bool:
+        """Whether this turn opened an item of the hand-off queue (its conversation's open item, from now)."""
+        return self.queue is Queue.HANDOFF and self.handoff_status is HandoffStatus.OPEN
+
+    def as_ask(self) -> HandoffAsk:
+        return HandoffAsk(
+            turn_id=self.turn_id, action=self.action, intent=self.intent, topic=self.topic, at=self.created_at
+        )
 
 
 class Draft(BaseModel):

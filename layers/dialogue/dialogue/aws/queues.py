@@ -60,6 +60,8 @@ OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
     Queue.HANDOFF: ("handoff_status", str(HandoffStatus.OPEN)),
 }
 """The filter that asks a queue for its open items only, which the open-queue index answers."""
+CLAIM_ATTRIBUTES = "claimed_by, claimed_by_name, claim_expires_at"
+"""A claim's attributes on its TURN item, as an UpdateExpression's REMOVE lists them."""
 
 
 def encode_cursor(key: dict[str, Any] | None) -> str | None:
@@ -154,17 +156,20 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
             "#queue = :queue AND (attribute_not_exists(claimed_by) OR claimed_by = :me OR claim_expires_at <= :now)"
         )
         condition += self._open_condition(queue)
+        # The holder's display name, for their colleagues' view of the item (none where the sign-in gave none).
+        named = "SET claimed_by_name = :name," if staff.name else "REMOVE claimed_by_name SET"
         update = {
             "Update": {
                 "TableName": self._table,
                 "Key": self._turn_key(conversation_id, turn_id),
-                "UpdateExpression": "SET claimed_by = :me, claim_expires_at = :expires",
+                "UpdateExpression": f"{named} claimed_by = :me, claim_expires_at = :expires",
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#queue": "queue"},
                 "ExpressionAttributeValues": self._item(
                     {
                         ":queue": str(queue),
                         ":me": staff.subject,
+                        ":name": staff.name,
                         ":now": stored_time(now),
                         ":expires": stored_time(expires),
                         **self._open_values(queue),
@@ -187,7 +192,7 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
             "Update": {
                 "TableName": self._table,
                 "Key": self._turn_key(conversation_id, turn_id),
-                "UpdateExpression": "REMOVE claimed_by, claim_expires_at",
+                "UpdateExpression": f"REMOVE {CLAIM_ATTRIBUTES}",
                 "ConditionExpression": "#queue = :queue AND claimed_by = :me",
                 "ExpressionAttributeNames": {"#queue": "queue"},
                 "ExpressionAttributeValues": self._item({":queue": str(queue), ":me": staff.subject}),
@@ -260,19 +265,46 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         return self._commit_with_message(conversation_id, text, now, [check, audit], turn_id, queue, staff)
 
     def close(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime) -> None:
+        """Close a claimed, open hand-off, in one transaction: the item, its audit link and the desk's counter;
+        the resident's contact form, when this item holds it (dialogue.contact); and, when the item is the
+        conversation's open one, the STATE item's `open_handoff` cleared with its version moved on, so a
+        resident's turn that read the item open is written again and opens a new one (dialogue.handoffs).
+        A resident's turn between the STATE read and the write: read again, up to three times."""
         queue = Queue.HANDOFF
-        closing = "SET handoff_status = :closed, decided_by = :me, decided_at = :now"
-        update = self._on_claimed(
-            conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)},
-            leaves_queue=True,
-        )  # fmt: skip
-        audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
-        counted = self._counted([CLOSED], now, per_day=False)
-        forget = []  # the resident's contact form goes with the hand-off it opened (dialogue.contact)
-        contact = self.read_contact(conversation_id)
-        if contact is not None and contact.turn_id == turn_id:
-            forget.append(self._forget_contact(conversation_id, now))
-        self._transact([update, audit, *counted, *forget], conversation_id, turn_id, queue, staff, now)
+        for _attempt in range(3):
+            closing = "SET handoff_status = :closed, decided_by = :me, decided_at = :now"
+            update = self._on_claimed(
+                conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)},
+                leaves_queue=True,
+            )  # fmt: skip
+            audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
+            items = [update, audit, *self._counted([CLOSED], now, per_day=False)]
+            contact = self.read_contact(conversation_id)
+            if contact is not None and contact.turn_id == turn_id:
+                items.append(self._forget_contact(conversation_id, now))
+            record = self.load_conversation(conversation_id)
+            state_at = None
+            if record is not None and record.open_handoff == turn_id:
+                state_at = len(items)
+                items.append(self._open_handoff_closed(record))
+            try:
+                self._transact(items, conversation_id, turn_id, queue, staff, now, message_items_from=state_at)
+            except _MessageRace:
+                continue
+            return
+        raise StaffWriteConflict()
+
+    def _open_handoff_closed(self, record: ConversationRecord) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._item({"pk": partition_key(record.conversation_id), "sk": STATE_SK}),
+                "UpdateExpression": "REMOVE open_handoff SET #version = :next",
+                "ConditionExpression": "#version = :expected",
+                "ExpressionAttributeNames": {"#version": "version"},
+                "ExpressionAttributeValues": self._item({":next": record.version + 1, ":expected": record.version}),
+            }
+        }
 
     def contact_for_staff(
         self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime
@@ -393,7 +425,7 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         }
         if assignments is None:
             return {"ConditionCheck": body}
-        removed = f"claimed_by, claim_expires_at{f', {OPEN_QUEUE}' if leaves_queue else ''}"
+        removed = f"{CLAIM_ATTRIBUTES}{f', {OPEN_QUEUE}' if leaves_queue else ''}"
         return {"Update": {**body, "UpdateExpression": f"{assignments} REMOVE {removed}"}}
 
     # --- the pieces ---------------------------------------------------------------------------------

@@ -38,9 +38,9 @@ from dialogue.aws.table import (
     turn_from_item,
     turn_sort_key,
 )
-from dialogue.errors import ConcurrentTurnConflict, StoreUnavailable
+from dialogue.errors import ConcurrentTurnConflict, HandoffItemGone, StoreUnavailable
 from dialogue.ports import Committed, SealedContact
-from dialogue.records import ConversationRecord, TurnRecord
+from dialogue.records import ConversationRecord, HandoffAsk, TurnRecord
 from dialogue.state import DialogueState
 
 PENDING_TURN_INSERTS: dict[str, Any] = {
@@ -84,6 +84,7 @@ class TurnItems(DynamoTable):
                 "updated_at": stored_time(record.updated_at),
                 "generated_since": stored_time(record.generated_since) if record.generated_since else None,
                 "generated_count": record.generated_count or None,
+                "open_handoff": record.open_handoff,
                 "expires_at": ttl_epoch(record.updated_at + self._retention),
             }
         )
@@ -93,7 +94,7 @@ class TurnItems(DynamoTable):
         absent while none has; a turn in a staff queue has `queue` and `queued_at`, the keys of the
         table's sparse queue index, and `open_queue` while it waits for a person (the open-queue index);
         a pending turn has `pending_turn` (the pending-turn index) until its reply or fallback is stored."""
-        values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "screens_fired", *TIMES})
+        values = turn.model_dump(mode="json", exclude={"conversation_id", "turn_id", "screens_fired", "joined", *TIMES})
         waiting = turn.human_review is HumanReview.PENDING or turn.handoff_status is HandoffStatus.OPEN
         times = {name: stored_time(moment) for name in TIMES if (moment := getattr(turn, name)) is not None}
         return self._item(
@@ -103,11 +104,41 @@ class TurnItems(DynamoTable):
                 **values,
                 **times,
                 "screens_fired": {str(screen) for screen in turn.screens_fired} or None,
+                "joined": [self._ask(ask) for ask in turn.joined] or None,
                 OPEN_QUEUE: str(turn.queue) if turn.queue is not None and waiting else None,
                 PENDING_TURN: PENDING_TURN_VALUE if turn.status is TurnStatus.PENDING else None,
                 "expires_at": ttl_epoch(turn.created_at + self._retention),
             }
         )
+
+    @staticmethod
+    def _ask(ask: HandoffAsk) -> dict[str, Any]:
+        """A later turn left to a person, as its conversation's open hand-off item lists it (dialogue.handoffs)."""
+        return {**ask.model_dump(mode="json", exclude={"at"}, exclude_none=True), "at": stored_time(ask.at)}
+
+    def _join(self, turn: TurnRecord) -> dict[str, Any]:
+        """A transaction item that joins `turn` to its conversation's open hand-off item: the ask listed,
+        the item moved to the top of the queue (`queued_at`) and kept a retention period from now; on the
+        condition that the item is still there and open."""
+        assert turn.joined_to is not None
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._item({"pk": partition_key(turn.conversation_id), "sk": turn_sort_key(turn.joined_to)}),
+                "UpdateExpression": "SET joined = list_append(if_not_exists(joined, :none), :ask), "
+                "queued_at = :at, expires_at = :expires",
+                "ConditionExpression": "handoff_status = :open",
+                "ExpressionAttributeValues": self._item(
+                    {
+                        ":none": [],
+                        ":ask": [self._ask(turn.as_ask())],
+                        ":at": stored_time(turn.created_at),
+                        ":expires": ttl_epoch(turn.created_at + self._retention),
+                        ":open": str(HandoffStatus.OPEN),
+                    }
+                ),
+            }
+        }
 
     def _request_item(self, turn: TurnRecord, request_key: str) -> dict[str, Any]:
         return self._item(
@@ -126,7 +157,8 @@ class TurnItems(DynamoTable):
             {
                 "pk": partition_key(turn.conversation_id),
                 "sk": CONTACT_SK,
-                "turn_id": turn.turn_id,
+                # The hand-off item that holds it: the one this turn opened or joined.
+                "turn_id": turn.joined_to or turn.turn_id,
                 "sealed": contact.sealed,
                 "channel": contact.channel,
                 "has_detail": contact.has_detail,
@@ -194,6 +226,7 @@ class TurnItems(DynamoTable):
             updated_at=plain["updated_at"],
             generated_since=plain.get("generated_since"),
             generated_count=int(plain.get("generated_count", 0)),
+            open_handoff=int(plain["open_handoff"]) if "open_handoff" in plain else None,
         )
 
     def commit_turn(
@@ -211,7 +244,8 @@ class TurnItems(DynamoTable):
         That is `turn`, written, unless `request_key` was already used in this conversation: then
         nothing is written, and the turn is the one the key made first (which may have the same id,
         when two requests with one key raced on one version). Raises
-        ConcurrentTurnConflict when another turn changed the state first, and StoreUnavailable when
+        ConcurrentTurnConflict when another turn changed the state first, HandoffItemGone when the turn
+        would join an open hand-off item no longer in the table (dialogue.handoffs), and StoreUnavailable when
         DynamoDB failed or its answer was lost (then the turn may be stored: a retry with the same key
         finds it).
         """
@@ -221,6 +255,7 @@ class TurnItems(DynamoTable):
                 "version": before.version + 1,
                 "turn_count": turn.turn_id,
                 "updated_at": turn.created_at,
+                "open_handoff": turn.turn_id if turn.opens_handoff else before.open_handoff,
             }
         )
         items: list[dict[str, Any]] = [
@@ -253,6 +288,10 @@ class TurnItems(DynamoTable):
             )
         if contact is not None:  # after the REQUEST item's place: its code is read at index 2
             items.append({"Put": {"TableName": self._table, "Item": self._contact_item(turn, contact)}})
+        joins_at = None
+        if turn.joined_to is not None:
+            joins_at = len(items)
+            items.append(self._join(turn))
         codes = self._write_transaction(items)
         if codes is None:
             return Committed(turn.turn_id, wrote=True)
@@ -260,6 +299,8 @@ class TurnItems(DynamoTable):
             return Committed(self._turn_of_request(turn.conversation_id, request_key), wrote=False)
         if code_at(codes, 0) == CONDITION_FAILED or TRANSACTION_CONFLICT in codes:
             raise ConcurrentTurnConflict()
+        if joins_at is not None and code_at(codes, joins_at) == CONDITION_FAILED:
+            raise HandoffItemGone()
         raise StoreUnavailable()
 
     def _turn_of_request(self, conversation_id: UUID, request_key: str) -> int:
