@@ -5,6 +5,7 @@ who holds it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from playwright.sync_api import Browser, expect
@@ -91,5 +92,10 @@ def test_a_claim_says_who_holds_it(browser: Browser, server_factory: Callable[..
     expect(row).to_contain_text("claimed by ana")
     row.get_by_role("button").click()
     expect(ben.page.locator("#item-panel")).to_contain_text("ana's until")
+    # in the desk's locale (en-GB, from its pack), whatever the browser's (en-US here): day before month
+    assert ben.page.evaluate("navigator.language") == "en-US"
+    expect(ben.page.locator("#item-panel")).to_contain_text(
+        re.compile(r"ana's until \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}")
+    )
     expect(ben.page.locator("#item-panel").get_by_role("button", name="Claim")).to_be_disabled()
     assert serious_violations(ben.page) == []

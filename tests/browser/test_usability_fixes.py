@@ -1,4 +1,5 @@
-"""Issue 40, items 4 and 7, in Chromium: the console opens where people wait and says why in words; the
+"""Issue 40, items 4, 5 and 7, in Chromium: the console opens where people wait and says why in words; a
+shown reply waits for a check only when drawn; the
 chat keeps what is typed through a reload, never cuts a long paste silently, writes right-to-left text
 right to left and does not scroll sideways at 200% zoom on a phone; Escape leaves an item; a correction
 chooses Reject where the person is looking.
@@ -6,14 +7,17 @@ chooses Reject where the person is looking.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from pack_files import edit_domain
 from playwright.sync_api import Browser, expect
 from serving import Served
 from test_pages import (
     GREETING,
     HELD_DRAFT,
+    ROOT,
     Resident,
     Staff,
     _close_contexts,  # noqa: F401  # the pages' contexts close after each test
@@ -132,3 +136,29 @@ def test_the_hand_off_shows_what_the_resident_saw_and_the_reply_just_sent(
     expect(seen.last).to_contain_text("Staff")
     expect(seen.last).to_contain_text("Hello, Ana here. How can I help?")
     assert serious_violations(staff.page) == []
+
+
+def test_only_held_replies_and_the_drawn_shown_ones_wait_for_a_check(
+    browser: Browser, server_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    """Issue 40, item 5: a held reply always waits for a person; a reply the resident already saw waits only
+    when the desk's draw picks it (here a rate so small that none is picked)."""
+    pack = tmp_path / "riverton"
+    shutil.copytree(ROOT / "data" / "riverton", pack)
+    edit_domain(pack, "max_message_chars = 1000\n", "max_message_chars = 1000\nshown_check_rate = 1e-9\n")
+    canned = tmp_path / "held.csv"
+    shown = "I recorded the Forklift Operator Licence, with contact by email."
+    canned.write_text(f'conversation_id,turn_id,reply\n*,1,"{HELD_DRAFT}"\n*,2,"{shown}"\n', encoding="utf-8")
+    served = server_factory("--pack", str(pack), "--realizer", f"canned:{canned}")
+    resident = Resident(browser, served)
+    resident.say("I want the forklift course.")  # held: the resident is shown the fallback
+    resident.say("Email is best.")  # shown as worded
+    assert resident.assistant_replies()[-1] == shown
+    staff = Staff(browser, served)
+    page = staff.page
+    expect(page.locator("#count-held")).to_have_text("1")
+    expect(page.locator("#count-awaiting")).to_have_text("0")
+    staff.show("Awaiting a check")
+    expect(page.locator("#queue li")).to_have_count(0)
+    expect(page.locator("#queue-empty")).to_be_visible()
+    assert serious_violations(page) == []

@@ -165,7 +165,7 @@ class Queue(StrEnum):
     """The staff desk's work queues, each a partition of the table's sparse queue index."""
 
     REVIEW = "review"  # every held reply, and each shown one drawn for a check, once screened
-    HANDOFF = "handoff"  # every hand_off, abstain_hand_off and refuse turn
+    HANDOFF = "handoff"  # a conversation's open item, which its hand_off, abstain_hand_off and refuse turns join
 
 
 class HandoffStatus(StrEnum):
