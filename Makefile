@@ -84,6 +84,7 @@ demo: venv  ## Replay the seed's 13 scripted turns through the whole pipeline on
 #   test-deploy-browser: the deploy and browser tiers on the dev venv, on pytest-xdist's workers;
 #   test-fuzz: the fuzz tier, in one process: its tests share one devstack serve, and its storage audit reads
 #     what they sent;
+#   test-bench: every benchmark once at its smallest size (below, with make bench);
 #   lint and template-checks (below).
 # The venvs each run needs are built in the same slots, so the engines start while the others install.
 TEST_JOBS ?= 2
@@ -92,7 +93,7 @@ PARALLEL = -n $(TEST_WORKERS) --dist worksteal
 # The long runs are soaks, not checks that the other tests lack: `make slow` runs them, and `make month`
 # (the 9-day month of tests/integration/test_month.py, ~2 minutes; `devstack month` runs 30 days).
 QUICK := -m "not slow"
-TEST_RUNS := test-unit-integration test-engines test-deploy-browser test-fuzz lint template-checks
+TEST_RUNS := test-unit-integration test-engines test-deploy-browser test-fuzz test-bench lint template-checks
 
 test:  ## Lint, type-check, check the template and run every tier of tests but the long runs (make slow), as CI does.
 	@$(MAKE) --no-print-directory --keep-going --jobs=$(TEST_JOBS) --output-sync=target $(TEST_RUNS) || \
@@ -140,7 +141,7 @@ $(CHROMIUM):
 browser: $(STAMP) $(CHROMIUM)  ## The chat and the console in Chromium through devstack serve, with axe-core.
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser
 
-preflight: $(OPS_STAMP)  ## Check an AWS account and region before the first deploy: make preflight DOMAIN_PREFIX=prefix ALARM_EMAIL=address [REGION=...] [GPU_INSTANCE_TYPES=a,b,c] [FIX=1].
+preflight: $(OPS_STAMP)  ## Check an AWS account and region before the first deploy: make preflight DOMAIN_PREFIX=prefix ALARM_EMAIL=address [REGION=...] [GPU_INSTANCE_TYPES=a[,b[,c]]] [FIX=1].
 	$(OPS_PYTHON) -m ops preflight $(if $(REGION),--region $(REGION)) $(if $(DOMAIN_PREFIX),--domain-prefix $(DOMAIN_PREFIX)) \
 		$(if $(ALARM_EMAIL),--alarm-email $(ALARM_EMAIL)) $(if $(GPU_INSTANCE_TYPES),--gpu-instance-types $(GPU_INSTANCE_TYPES)) $(if $(FIX),--fix)
 
@@ -155,9 +156,9 @@ push-image: $(OPS_STAMP)  ## Build the realizer on the pinned base, push it to a
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make push-image STACK=enrollment-desk" >&2; exit 1; }
 	$(OPS_PYTHON) realizer_container/image.py push --stack $(STACK) $(if $(REGION),--region $(REGION))
 
-smoke: $(OPS_STAMP)  ## One resident turn to its final reply: make smoke STACK=name, or make smoke API_URL=url (devstack serve's).
+smoke: $(OPS_STAMP)  ## One resident turn to its final reply: make smoke STACK=name, or make smoke API_URL=url (devstack serve's); REQUIRE_MODEL=1 fails on the fixed fallback.
 	@test -n "$(STACK)$(API_URL)" || { echo "Name the deployed stack or an API: make smoke STACK=enrollment-desk, or make smoke API_URL=http://127.0.0.1:3000" >&2; exit 1; }
-	$(OPS_PYTHON) -m ops.smoke $(if $(API_URL),--api-url $(API_URL),--stack $(STACK) $(if $(REGION),--region $(REGION)))
+	$(OPS_PYTHON) -m ops.smoke $(if $(API_URL),--api-url $(API_URL),--stack $(STACK) $(if $(REGION),--region $(REGION))) $(if $(REQUIRE_MODEL),--require-model)
 
 teardown: $(OPS_STAMP)  ## Stop the realizer, empty the GPU group and the pages bucket, delete the stack: make teardown STACK=name [YES=1].
 	@test -n "$(STACK)" || { echo "Name the stack to delete: make teardown STACK=enrollment-desk" >&2; exit 1; }
@@ -243,7 +244,12 @@ fuzz: $(LAMBDA_STAMP)  ## Fuzz both HTTP APIs through `devstack serve`: 10,000 +
 	STAFF_FUZZ_REQUESTS=$(STAFF_FUZZ_REQUESTS) STAFF_FUZZ_SECONDS=$(STAFF_FUZZ_SECONDS) \
 	STAFF_FUZZ_EXAMPLES=$(STAFF_FUZZ_EXAMPLES) $(LAMBDA_PYTHON) -m pytest tests/fuzz
 
-.PHONY: bench
+.PHONY: bench test-bench
 
 bench: $(STAMP)  ## Benchmarks P1-P8 (bench/), about 5 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
 	$(BIN)/python -m bench.run_all
+
+# make test runs each benchmark once at its smallest size (BENCH_SMALLEST=1, two at a time; nothing written,
+# no figure judged), so a benchmark that breaks fails CI.
+test-bench: $(STAMP)
+	$(BIN)/python -m bench.run_all --smallest

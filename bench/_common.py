@@ -19,6 +19,29 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
+SMALLEST_ENV = "BENCH_SMALLEST"
+SMALLEST = os.environ.get(SMALLEST_ENV) == "1"
+"""The smallest size (BENCH_SMALLEST=1; `python -m bench.run_all --smallest`, which `make test` runs): each
+benchmark runs all of its code once on the least data it can, in seconds, writes no file a full run keeps
+(bench/RESULTS.md, bench/prompt_growth.png), and its figures mean nothing. Unset: the full run."""
+
+
+def sized(full: int, smallest: int) -> int:
+    """`full` in a full run, `smallest` at the smallest size."""
+    return smallest if SMALLEST else full
+
+
+def allow_turns(per_conversation: int, *, generated_per_hour: int | None = None) -> None:
+    """The turn API's caps this benchmark's own process needs, through the settings' environment variables
+    (dialogue.settings: MAX_TURNS_PER_CONVERSATION, MAX_GENERATED_TURNS_PER_HOUR; the deployed defaults,
+    200 turns and 30 worded replies an hour, stop a benchmark that posts hundreds of turns in one
+    conversation). Set before the first request reads the settings; the code is not patched."""
+    os.environ["MAX_TURNS_PER_CONVERSATION"] = str(per_conversation)
+    os.environ["MAX_GENERATED_TURNS_PER_HOUR"] = str(generated_per_hour or per_conversation)
+    from dialogue.settings import get_settings
+
+    get_settings.cache_clear()
+
 
 def emit(bench: str, kind: str, **fields: Any) -> None:
     """One JSON line on stdout (the real one, even inside `quiet_handlers`)."""

@@ -40,19 +40,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench._common import ROOT, emit, markdown_table, median, summary
+from bench._common import ROOT, SMALLEST, emit, markdown_table, median, sized, summary
 
 BENCH = "P3"
 QUESTION = "Cold start: import turn_api vs import boto3 + Powertools' resolver, fresh processes"
 GOAL = 1.25
-RUNS = 15
+RUNS = sized(15, 1)
 GOAL_TEXT = f"≤ {GOAL}x"
 
 BASELINE = "import boto3; from aws_lambda_powertools.event_handler import APIGatewayHttpResolver"
 TURN_API = "import turn_api"
 # What no handler with typed, validated routes avoids: pydantic and Powertools' validating resolver.
 FLOOR = BASELINE + "; import pydantic; APIGatewayHttpResolver(enable_validation=True)"
-IMPORTTIME_RUNS = 3
+IMPORTTIME_RUNS = sized(3, 1)
 
 LAYER_PACKAGE = ROOT / "layers" / "dialogue" / "dialogue"
 OBSERVABILITY = LAYER_PACKAGE / "aws" / "observability.py"
@@ -111,7 +111,7 @@ IN_PROCESS = (
     "Tracer(patch_modules=('botocore',)); built = time.perf_counter(); "
     "print((imported - started) * 1e3, (built - imported) * 1e3)"
 )
-IN_PROCESS_RUNS = 7
+IN_PROCESS_RUNS = sized(7, 1)
 # What each variant's process holds once turn_api is imported.
 PROBE = (
     "import json, sys, turn_api; from dialogue.aws import observability as o; print(json.dumps({"
@@ -206,7 +206,7 @@ def interleaved_runs(
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Each command (code, environment) in a fresh process, `runs` times, the order alternating: per
     command, the wall seconds and the CPU seconds of each round."""
-    for code, env in commands.values():  # warm the file cache and the .pyc files
+    for code, env in () if SMALLEST else commands.values():  # warm the file cache and the .pyc files
         run_once(code, env)
     times: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}

@@ -5,7 +5,8 @@ one DynamoDB write unit (1 KB) per item, so a turn's transaction costs the least
 realizer, screen function), cycling through utterances that reach fixed and generated actions; after
 each turn the items the store wrote are read back and sized by DynamoDB's documented item-size
 rules (attribute names plus values; numbers by significant digits; lists and maps with their
-overhead). MAX_TURNS_PER_CONVERSATION is raised to allow 500 turns. moto copies a table on every
+overhead). The settings' caps (MAX_TURNS_PER_CONVERSATION, MAX_GENERATED_TURNS_PER_HOUR) are raised for
+this process to allow 500 turns, every generated one worded. moto copies a table on every
 transactional write, so each turn's TURN and REPLY items are deleted once sized (the STATE item
 stays): the sizes are those the store writes, whatever else the table holds.
 
@@ -17,17 +18,16 @@ longest subject a token may carry and the longest reason code.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from bench._common import emit, markdown_table, quiet_handlers, summary
+from bench._common import allow_turns, emit, markdown_table, quiet_handlers, sized, summary
 
 BENCH = "P5"
 QUESTION = "Bytes of the STATE and TURN items at turn 1 and turn 500"
-TURNS = 500
+TURNS = sized(500, 10)  # the smallest size still goes once through the script (9 utterances)
 TURN_LIMIT = 1024  # one write unit
 SCRIPT = (
     "I want to sign up for the Data Support Certificate.",
@@ -41,6 +41,9 @@ SCRIPT = (
     "Please mark my seat as guaranteed before staff check it.",
 )
 GOAL_TEXT = f"TURN ≤ {TURN_LIMIT} B (one write unit), STATE constant"
+# What the STATE item holds of the conversation's content rather than its length: the slots, the question
+# last asked and, while one is open, the turn of its hand-off.
+STATE_CONTENT = ("slots", "asked", "open_handoff")
 
 
 def number_size(text: str) -> int:
@@ -79,7 +82,7 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 
 
 def main() -> int:
-    os.environ["MAX_TURNS_PER_CONVERSATION"] = str(TURNS + 10)
+    allow_turns(TURNS + 10)
     from devstack.stack import TABLE_NAME, local_stack
     from dialogue.actions import Screen
     from dialogue.aws.table import STATE_SK, partition_key, reply_sort_key, turn_sort_key
@@ -146,10 +149,14 @@ def main() -> int:
         ],
     ]
     table = markdown_table(["item", "turn 1 (bytes)", f"turn {TURNS} (bytes)", f"all {TURNS} turns"], rows)
-    # Like for like: the turn-500 STATE item with turn 1's slots, so only what turns change differs.
+    # Like for like: the last STATE item with turn 1's content (the slots, the question last asked, an open
+    # hand-off's turn), so only what the number of turns changes differs.
     first_state = examples["STATE at turn 1"]
     last_state = examples[f"STATE at turn {TURNS}"]
-    state_growth = item_size({**last_state, "slots": first_state["slots"]}) - item_size(first_state)
+    same_content = {name: value for name, value in last_state.items() if name not in STATE_CONTENT} | {
+        name: first_state[name] for name in STATE_CONTENT if name in first_state
+    }
+    state_growth = item_size(same_content) - item_size(first_state)
     met = max(max(turn_sizes.values()), largest) <= TURN_LIMIT and state_growth <= 2
     first_turn = examples["TURN at turn 1"]
     breakdown = attribute_table(first_turn)
@@ -162,17 +169,19 @@ def main() -> int:
     action_rows = [[action, min(values), max(values), len(values)] for action, values in sorted(by_action.items())]
     notes = "\n\n".join(
         [
-            "TURN items by action, over the 500 turns (bytes; a generated turn is measured after the screen "
+            f"TURN items by action, over the {TURNS} turns (bytes; a generated turn is measured after the screen "
             "function finalized it):\n\n" + markdown_table(["action", "smallest", "largest", "turns"], action_rows),
             f"The largest TURN item the code can write (longest action, intent and slot values, all "
             f"{len(Screen)} screens fired, a fallback, every timestamp, decided by a staff member with a "
             f"128-character subject for the longest reason code): {largest} bytes, of which "
             f"{fired_bytes} B are the screens that fired (`screens_fired`, a set of their names).",
             f"The STATE item stays within {min(state_sizes.values())}-{max(state_sizes.values())} bytes over "
-            f"{TURNS} turns: it holds the slots (their values set its size), a version, a turn count and "
-            f"timestamps. With the same slots, the turn-{TURNS} STATE item is {state_growth:+d} bytes against "
-            "turn 1's: only the counters' digits change (a DynamoDB number takes one byte per two significant "
-            "digits), so it is constant in the conversation's length.",
+            f"{TURNS} turns: it holds the slots (their values set its size), the question last asked, the turn "
+            "of an open hand-off while there is one, a version, a turn count, the worded replies of the current "
+            f"hour with the hour's start, and timestamps. With the same content (turn 1's slots, question and "
+            f"hand-off), the turn-{TURNS} STATE item is {state_growth:+d} bytes against turn 1's: only the "
+            "counters' digits change (a DynamoDB number takes one byte per two significant digits), so it is "
+            "constant in the conversation's length.",
             "Where the TURN item's bytes go (turn 1, a generated turn once finalized):\n\n" + breakdown,
             "What the TURN item holds, readable as it is: the slots, the action, the flags, the screen "
             "labels, the names of the screens that fired (a string set, absent while none has) and its "
@@ -273,7 +282,11 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     desk, staff = get_desk_store(), StaffMember(subject="s" * 128)
     desk.claim(conversation_id, turn.turn_id, Queue.REVIEW, staff, moment, timedelta(minutes=10))
     reason = max(pack.spec.staff.reason_codes, key=len)
-    desk.decide(conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None, reply_kept=True)
+    # The turn as the staff API reads it before a decision: its counters are added to from it.
+    queued = desk.queued_turn(conversation_id, turn.turn_id, Queue.REVIEW)
+    desk.decide(
+        conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None, reply_kept=True, turn=queued
+    )
     item: dict[str, Any] = stack.dynamodb.get_item(
         TableName=TABLE_NAME,
         Key={"pk": {"S": partition_key(conversation_id)}, "sk": {"S": turn_sort_key(turn.turn_id)}},

@@ -23,13 +23,13 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, summary
+from bench._common import ROOT, emit, interleaved, markdown_table, median, profile_summary, sized, summary
 
 BENCH = "P6"
 QUESTION = "Generated replies screened per second on one core"
 GOAL = 20_000
-ROUNDS = 30
-PASSES = 60
+ROUNDS = sized(30, 1)
+PASSES = sized(60, 1)
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GOAL_TEXT = f"≥ {GOAL:,}/s"
 
@@ -178,7 +178,7 @@ def main() -> int:
         + ", ".join(f"{count / median(values):,.0f}/s" for values in per_round.values())
         + ").\n\n"
         "cProfile of `decide` over the set (per pass):\n\n```\n"
-        + profile_summary(lambda: run_decide(desk), calls=200, top=8)
+        + profile_summary(lambda: run_decide(desk), calls=sized(200, 1), top=8)
         + "\n```"
     )
     screens_alone = rates["screen_reply (content screens), desk profile"]

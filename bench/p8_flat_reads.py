@@ -26,12 +26,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from bench._common import emit, markdown_table, quiet_handlers, summary
+from bench._common import SMALLEST, emit, markdown_table, quiet_handlers, summary
 
 BENCH = "P8"
 QUESTION = "DynamoDB items read per console list, figures call and /messages poll at 10, 1,000 and 100,000 stored items"
-SIZES = (10, 1_000, 100_000)
-BEFORE_SIZES = (10, 1_000)
+SIZES = (10,) if SMALLEST else (10, 1_000, 100_000)
+BEFORE_SIZES = (10,) if SMALLEST else (10, 1_000)
 """Where the reads of the code before this change are measured too: at 100,000 moto pages the queue index
 by scanning the whole table in Python for each of its 200 pages, which took over ten minutes."""
 GOAL_TEXT = "the same items read at every size (flat)"
@@ -67,6 +67,7 @@ def main() -> int:
     from dialogue.actions import Queue
     from dialogue.aws.factory import get_desk_store, get_store
     from dialogue.aws.table import STATE_SK, turn_sort_key
+    from dialogue.human_checks import use_draws
     from dialogue.realize import RealizedReply, RealizeJob
 
     def staff(stack: LocalStack, method: str, path: str, body: Any = None, query: str = "") -> Any:
@@ -98,7 +99,9 @@ def main() -> int:
              by_operation=dict(reads.by_operation), before=into is not None)  # fmt: skip
         return result
 
-    with local_stack() as stack, quiet_handlers():
+    # Every reply shown as drafted is drawn for a check (at a desk one in ten is, at random): the open work
+    # is then the same on every run, two replies awaiting a check.
+    with local_stack() as stack, quiet_handlers(), use_draws(lambda: 0.0):
         store = get_store()
         # The open work and one decision: the same at every size.
         desk_conversation = stack.call_api("POST", "/conversations").body["conversation_id"]

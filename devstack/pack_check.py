@@ -8,7 +8,8 @@ tests of `data/*` call these same functions, so a pack that passes here passes t
 
 | check            | what must hold                                                                   |
 | ---------------- | -------------------------------------------------------------------------------- |
-| loads            | the pack loads in both understanding profiles (schema, placeholders, references) |
+| loads            | the pack loads in both understanding profiles (schema, placeholders, references); |
+|                  | says the pack format it read and each table it defaulted (dialogue.pack.formats)  |
 | texts            | every action's and topic's text renders for every state, in both profiles        |
 | scripted turns   | `scripted_turns.csv` through the local stack: each turn matches, each gets a reply, |
 |                  | and no generated reply is replaced by the fallback unless `expected_fallback` says |
@@ -585,13 +586,20 @@ def _controls(pack: DomainPack, desk: Path) -> Check:
     detail = f"{len(results)} screened ({pack.spec.screens.profile} profile); {len(expected) - len(wrong)} of {len(expected)} as expected"  # noqa: E501
     if wrong:
         detail += f"; not: {', '.join(wrong)}"
-    return Check(name, not wrong and bool(expected), detail if expected else detail + " (add expected_label)")
+    # A file written before check-pack (format 1's) has no expected_label: say where it goes.
+    lacking = f" ({path.name}: add an expected_label column, the label each reply must get)"
+    return Check(name, not wrong and bool(expected), detail if expected else detail + lacking)
 
 
 def _floor(pack: DomainPack, desk: Path) -> Check:
     report = seed_floor(pack, desk)
     if report.missing_rules:
-        return Check("seed floor", False, f"the seed's rule is not carried word for word in {report.missing_rules}")
+        add = [
+            f"an entry to [[understanding.{table}]] with a name and pattern = '{SEED_RULES[table]}'"
+            for table in report.missing_rules
+        ]
+        detail = f"the seed's rule is not carried word for word in {report.missing_rules}: domain.toml, add "
+        return Check("seed floor", False, detail + " and ".join(add))
     problems = report.wrong[:3] + [f"exception no case needs: {name}" for name in report.unneeded]
     detail = f"{report.flagged} flagged turns, each refused or benign" if not problems else "; ".join(problems)
     if not problems and report.flagged < SHIPPED_FLAGGED_TURNS:
@@ -647,7 +655,8 @@ def check_pack(
     except PackError as error:
         return [Check("loads", False, str(error))]
     shape = f"{len(pack.frame.slots)} slots, {len(pack.spec.topics)} topics, {len(pack.actions)} actions"
-    checks = [Check("loads", True, f"{shape}; reads turns by the {pack.understanding_profile} profile")]
+    read = f"{shape}; reads turns by the {pack.understanding_profile} profile; {pack.pack_format}"
+    checks = [Check("loads", True, read)]
     runs: list[tuple[str, Callable[[], Check]]] = [
         (
             "texts",

@@ -3,13 +3,15 @@
 A deployed stack's API is reached as residents reach it, at its PagesUrl (CloudFront and its WAF): the
 execute-api endpoint behind it answers only requests that came through CloudFront.
 
-    python -m ops.smoke --stack enrollment-desk [--region us-east-1] [--pack NAME] [--timeout 1200]
-    python -m ops.smoke --api-url http://127.0.0.1:3000 [--pack NAME] [--timeout 1200]
+    python -m ops.smoke --stack enrollment-desk [--region us-east-1] [--pack NAME] [--timeout 1200] [--require-model]
+    python -m ops.smoke --api-url http://127.0.0.1:3000 [--pack NAME] [--timeout 1200] [--require-model]
 
 It does what the resident chat does: creates a conversation, posts the desk's first scripted turn that
 expects a generated action (with its own Idempotency-Key), then reads the turn until it is final. Exit
 0 once a final reply arrives; exit 1 with one sentence on an HTTP error, a network error, a turn the
-desk answered with fixed text, or no final reply within --timeout.
+desk answered with fixed text, or no final reply within --timeout. With --require-model
+(`make smoke REQUIRE_MODEL=1`) a final reply the model did not word fails too: the fixed fallback, or a
+reply whose kind the slots cannot tell; so a broken realizer fails the smoke instead of passing it.
 
 What a client can tell: a turn's answer (api_models.TurnDetail) holds its status and reply and nothing
 else, so a draft the screens held and a deadline that passed before the realizer answered look the
@@ -246,6 +248,11 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     )
     parser.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S,
                         help=f"seconds to wait for the final reply (default: {DEFAULT_TIMEOUT_S:.0f})")  # fmt: skip
+    parser.add_argument(
+        "--require-model",
+        action="store_true",
+        help="fail (exit 1) unless the model worded the reply: the fixed fallback fails (make smoke REQUIRE_MODEL=1)",
+    )
     args = parser.parse_args(argv)
     shown = out or sys.stdout
     try:
@@ -261,7 +268,25 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         return 1
     print(f"smoke: reply: {outcome.reply}", file=shown)
     print(f"smoke: {describe_outcome(outcome, pack)}", file=shown)
+    if args.require_model and outcome.is_fallback is not False:
+        print(f"smoke: {model_required(outcome, pack)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def model_required(outcome: Outcome, pack: DomainPack) -> str:
+    """The one line --require-model fails with: the reply is not one the model worded, or may not be."""
+    if outcome.is_fallback is None:
+        return (
+            f"FAIL (--require-model): whether the model worded the reply is unknown: the conversation's slots do not "
+            f"fit the {pack.spec.domain.name}."
+        )
+    return (
+        f"FAIL (--require-model): the reply is the desk's fixed fallback for {outcome.action}, not one the model "
+        "worded: run it again once a realizer task is up (10-15 minutes from a cold start); if it fails again, "
+        "the staff console's review queue shows the turn's draft and the screens that fired (deadline: the "
+        "realizer did not answer; read its log group)."
+    )
 
 
 if __name__ == "__main__":

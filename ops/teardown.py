@@ -16,6 +16,10 @@ holds objects. So, once confirmed (or with --yes), in this order:
 4. the pages bucket: every object version and delete marker deleted;
 5. the stack: CloudFormation's delete_stack and its waiter; if it fails, the reasons from its events.
 
+The plan it asks about names what stays after it (docs/DEPLOY.md, "8. Tearing it down"): the retained
+table, staff user pool and audit bucket, whose write-once copies no one can delete before
+AuditRetentionDays have passed for each, and the Container Insights log group ECS made.
+
 CloudFormation's own delete rather than `sam delete --no-prompts`: boto3 is already in .venv (SAM lives
 in .venv-deploy, on Python 3.12), it fails with the reasons read from the stack's events, and it leaves
 the region's SAM artifact bucket alone, which other stacks share. Any of the five resources may be
@@ -41,6 +45,15 @@ CLUSTER = "RealizerCluster"
 SERVICE = "RealizerService"
 SCALABLE_TARGET = "RealizerScalableTarget"
 PAGES_BUCKET = "PagesBucket"
+# What the template keeps when the stack is deleted (DeletionPolicy RetainExceptOnCreate), and why.
+RETAINED = {
+    "ConversationTable": "the table {id}: retained with the conversations",
+    "StaffUserPool": "the staff user pool {id}: retained with the staff accounts",
+    "AuditBucket": (
+        "the audit bucket {id}: retained and write-once, each copy under Object Lock for AuditRetentionDays "
+        "after it was written, so no one can empty or delete it sooner"
+    ),
+}
 
 PROTECTION_BATCH = 50  # the most instance ids one SetInstanceProtection call takes
 CONFIRM_ANSWERS = frozenset({"y", "yes"})
@@ -77,6 +90,7 @@ class StackResources:
     service: str | None = None  # the service's ARN, as CloudFormation names it
     scalable_target: ScalableTarget | None = None
     pages_bucket: str | None = None
+    retained: tuple[tuple[str, str], ...] = ()  # (logical id, physical id) of what the template retains
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,7 @@ def find_resources(cloudformation: Any, stack: str) -> StackResources:
         service=physical.get(SERVICE),
         scalable_target=ScalableTarget.from_physical_id(target) if target else None,
         pages_bucket=physical.get(PAGES_BUCKET),
+        retained=tuple((name, physical[name]) for name in RETAINED if name in physical),
     )
 
 
@@ -182,7 +197,12 @@ def plan(stack: str, region: str, resources: StackResources) -> list[str]:
         lines.append(f"  pages bucket {resources.pages_bucket}: every object version deleted")
     else:
         lines.append("  no pages bucket")
-    lines.append(f"  then the stack {stack} is deleted (what its template retains stays: docs/DEPLOY.md)")
+    lines.append(f"  then the stack {stack} is deleted; what stays (docs/DEPLOY.md, 8. Tearing it down):")
+    lines += [f"    {RETAINED[name].format(id=physical)}" for name, physical in resources.retained]
+    if resources.cluster:
+        lines.append(
+            f"    the log group /aws/ecs/containerinsights/{resources.cluster}/performance: made by ECS, not the stack"
+        )
     return lines
 
 

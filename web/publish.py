@@ -85,9 +85,12 @@ def check_callback(cognito: Any, outputs: Mapping[str, str], user_pool_id: str) 
     console = f"{outputs['PagesUrl'].rstrip('/')}/console"
     if console in client["UserPoolClient"].get("CallbackURLs", []):
         return None
+    # The guided deploy saves the answer in samconfig.toml; a one-off --parameter-overrides would be undone by
+    # the next plain `sam deploy`, which sends the saved parameters.
     return (
-        f"Sign-in cannot return to {console} yet: deploy again with "
-        f"--parameter-overrides StaffConsoleUrls={console} (docs/DEPLOY.md)."
+        f"Sign-in cannot return to {console} yet: run .venv-deploy/bin/sam deploy --guided, answer "
+        f"Parameter StaffConsoleUrls with {console}, keep the other answers (Enter), and save the arguments to "
+        "samconfig.toml (Y), so every later sam deploy keeps it (docs/DEPLOY.md, step 4)."
     )
 
 

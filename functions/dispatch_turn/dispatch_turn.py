@@ -3,7 +3,9 @@
 Its event source mapping filters the stream to inserts of pending TURN items (dialogue.dispatch
 holds the pattern). Each is sent on with `dispatch_pending_turn`. A record that fails (a queue
 unavailable) is reported by its sequence number; Lambda retries from there, splitting the batch on
-error, and a record that keeps failing goes to the on-failure queue, where an alarm sees it.
+error, and a record that keeps failing goes to the on-failure queue, where an alarm sees it. A turn
+whose job this pack cannot build (stored before a pack change) is sent its deadline alone and not
+failed, since no retry would build it (`JobsWithheld`, logged with the reason, never the text).
 
 After the batch, if it sent a job whose turn is still inside its reply deadline, the realizer is woken
 from zero tasks (dialogue.aws.ecs): once per batch, never failing the batch (RealizerWoken and
@@ -56,16 +58,21 @@ def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> No
     now = clock.now()
     reply_deadline = get_settings().reply_deadline
     with logger.append_context_keys(conversation_id=str(turn.conversation_id), turn_id=turn.turn_id):
-        dispatch_pending_turn(
+        withheld = dispatch_pending_turn(
             turn,
             queues=get_dispatch_queues(),
             pack=get_pack(),
             now=now,
             reply_deadline=reply_deadline,
         )
-        logger.info("turn dispatched", action=str(turn.action))
+        if withheld is None:
+            logger.info("turn dispatched", action=str(turn.action))
+        else:
+            logger.warning("turn dispatched without its job", action=str(turn.action), reason=withheld)
     metrics.add_metric(name="TurnsDispatched", unit=MetricUnit.Count, value=1)
-    if jobs is not None and worth_waking_for(turn, now=now, reply_deadline=reply_deadline):
+    if withheld is not None:
+        metrics.add_metric(name="JobsWithheld", unit=MetricUnit.Count, value=1)
+    elif jobs is not None and worth_waking_for(turn, now=now, reply_deadline=reply_deadline):
         jobs.fresh += 1
 
 

@@ -3,7 +3,9 @@
 The queue carries two kinds of message. A RealizedReply is screened, and the reply or its fixed
 fallback stored (`RepliesScreened`, `FallbacksShown`, `RepliesHeld`, and `ReplySeconds` from the
 turn's job to its screened reply). A ReplyDeadline arrives when its turn's reply deadline has passed: a turn still
-pending then gets the fixed fallback, counted as `DeadlineFallbacks`. Either way a turn is finalized
+pending then gets the fixed fallback, counted as `DeadlineFallbacks`; a turn that has outlived the pack
+(its action or slot values gone since it was stored) gets the desk's generic fallback, counted as
+`StaleTurnsFinalized` too, rather than failing to the DLQ. Either way a turn is finalized
 once; a message for a turn that is already final is dropped.
 
 Partial batch failures: a record that cannot be parsed or stored is reported and retried, then goes
@@ -27,6 +29,7 @@ from dialogue.aws.factory import get_store
 from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.pack import get_pack
 from dialogue.realize import RealizedReply, ReplyDeadline, ScreenMessage
+from dialogue.replies import outlives_pack
 from dialogue.screens import deadline_outcome, decide
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
@@ -80,17 +83,20 @@ def enforce_deadline(deadline: ReplyDeadline) -> None:
     _, unreadable = DialogueState.read_stored(pack.frame, deadline.slots)
     if unreadable:  # a pack change since the turn: those slots read as unknown (counted, never a failure)
         metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=len(unreadable))
+    stale = outlives_pack(deadline.action, deadline.slots, pack)
     with logger.append_context_keys(conversation_id=str(deadline.conversation_id), turn_id=deadline.turn_id):
         outcome = deadline_outcome(deadline, pack)
         now = clock.now()
         stored = get_store().record_screened_reply(deadline.conversation_id, deadline.turn_id, outcome, now)
         if stored:
-            logger.warning("reply deadline passed: fallback stored", action=str(deadline.action))
+            logger.warning("reply deadline passed: fallback stored", action=str(deadline.action), stale=stale)
         else:
             logger.info("reply deadline passed: turn already final", action=str(deadline.action))
     if stored:
         metrics.add_metric(name="DeadlineFallbacks", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=1)
+        if stale:
+            metrics.add_metric(name="StaleTurnsFinalized", unit=MetricUnit.Count, value=1)
     else:
         metrics.add_metric(name="DeadlinesMet", unit=MetricUnit.Count, value=1)
 

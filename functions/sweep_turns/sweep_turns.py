@@ -3,6 +3,9 @@
 Every turn still pending SWEEP_GRACE_SECONDS after its reply deadline gets the fixed fallback, as its
 deadline message would have stored it (dialogue.sweep): `StuckTurnsFinalized` counts them, and an
 alarm fires on any, since each means a dispatch, a deadline message or the screen function failed.
+Those that had outlived the pack got the desk's generic fallback (`StaleTurnsFinalized`, alarmed with
+the screen function's). A turn the sweep failed on is logged by its ids and the error's type and
+counted (`TurnsNotSwept`, alarmed); the sweep goes on without it, and the next run tries it again.
 After a complete sweep the dispatch failure queue is cleared (`DispatchFailuresCleared`): every turn its
 batches named is final by then. Nothing here reads or writes user text.
 """
@@ -42,14 +45,25 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     cleared = 0
     if result.complete and settings.dispatch_failure_queue_url:
         cleared = clear_dispatch_failures(boto3.client("sqs"), settings.dispatch_failure_queue_url)
+    for failure in result.failures:
+        logger.error(
+            "overdue turn not finalized",
+            conversation_id=str(failure.conversation_id),
+            turn_id=failure.turn_id,
+            error=failure.error,
+        )
     metrics.add_metric(name="StuckTurnsFinalized", unit=MetricUnit.Count, value=result.finalized)
+    metrics.add_metric(name="StaleTurnsFinalized", unit=MetricUnit.Count, value=result.stale)
+    metrics.add_metric(name="TurnsNotSwept", unit=MetricUnit.Count, value=result.failed)
     if result.finalized:
         metrics.add_metric(name="FallbacksShown", unit=MetricUnit.Count, value=result.finalized)
     if result.unreadable_values:
         metrics.add_metric(name="StoredValuesUnreadable", unit=MetricUnit.Count, value=result.unreadable_values)
     metrics.add_metric(name="DispatchFailuresCleared", unit=MetricUnit.Count, value=cleared)
-    summary = {**result.model_dump(), "dispatch_failures_cleared": cleared}
-    if result.finalized or cleared:
+    summary = {**result.model_dump(exclude={"failures"}), "dispatch_failures_cleared": cleared}
+    if result.failed:
+        logger.warning("sweep left overdue turns pending", **summary)
+    elif result.finalized or cleared:
         logger.warning("stuck turns finalized with the fallback", **summary)
     else:
         logger.info("sweep found nothing stuck", **summary)

@@ -49,6 +49,22 @@ def distribution_config(template: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# --- the distribution's root ---------------------------------------------------------------------------
+
+
+def test_the_root_address_serves_the_chat_page_make_publish_pages_uploads(template: dict[str, Any]) -> None:
+    """`/` is the resident chat, not S3's 403 for a key that is not there: the root object is the page
+    web/publish.py uploads as `chat`, whose assets are named from the root, so they load at `/` too."""
+    from commands import load_script
+
+    publisher = load_script("web/publish.py", "web_publish_root")
+    root = distribution_config(template)["DefaultRootObject"]
+    assert root == "chat" and root in publisher.PAGES
+    page = publisher.PAGES[root].read_text()
+    assets = re.findall(r'(?:src|href)="([^"#:]+)"', page)
+    assert assets and all(asset.startswith("/") for asset in assets), assets
+
+
 # --- only CloudFront reaches the API ------------------------------------------------------------------
 
 

@@ -233,3 +233,128 @@ def test_every_module_and_venv_the_guide_runs_exists() -> None:
         assert re.search(rf"^\w+_?VENV :?= {re.escape(venv)}$|^VENV := {re.escape(venv)}$", makefile, re.MULTILINE), (
             venv
         )
+
+
+# --- Operator traps (issue 41, item 5) ------------------------------------------------------------
+
+# What a reader's shell has without installing anything: its keywords and builtins.
+SHELL_BUILTINS = {"cd", "command", "do", "done", "echo", "export", "for", "if", "fi", "printf", "read", "then", "while"}
+
+
+def _shell_commands() -> set[str]:
+    """The programs the guide's sh blocks run (indented ones in lists too): the first word of each
+    command, after pipes, `;`, `&&`, `||`, `$(`, `do` and `then`, past `NAME=value` assignments."""
+    text = _guide()
+    programs: set[str] = set()
+    for block in re.findall(r"^[ \t]*```sh\n(.*?)^[ \t]*```", text, flags=re.MULTILINE | re.DOTALL):
+        lines = [
+            re.split(r"\s#", line, maxsplit=1)[0] for line in block.splitlines() if not line.lstrip().startswith("#")
+        ]
+        code = re.sub(r"'[^']*'", "''", "\n".join(lines).replace("\\\n", " "))
+        for line in code.splitlines():
+            for command in re.split(r"\|\||&&|[|;]|\$\(|\bdo\b|\bthen\b", line):
+                words = command.strip().lstrip("(").split()
+                while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+                    words = words[1:]
+                if words:
+                    programs.add(words[0])
+    return programs
+
+
+def test_the_guide_lists_every_tool_its_commands_run() -> None:
+    """A reader who installs what "Before you start" lists can run every command the guide gives: jq,
+    openssl, curl and git included. A venv's program (`.venv-deploy/bin/sam`, `$SAM`) comes from make."""
+    text = _guide()
+    start = text.index("- **The tools this guide's commands run**")
+    listed = set(re.findall(r"`([^`\s]+)`", text[start : text.index("\n- ", start + 1)]))
+    run = _shell_commands()
+    assert {"aws", "make", "git", "jq", "openssl", "curl"} <= run  # the guide does run them
+    from_make = {program for program in run if program.startswith(".venv") or program.startswith("$")}
+    assert {"jq", "openssl", "curl", "git"} <= listed
+    assert run - SHELL_BUILTINS - from_make <= listed, sorted(run - SHELL_BUILTINS - from_make - listed)
+    # `$SAM` is the deploy venv's SAM CLI, set before its use
+    assert 'SAM=".venv-deploy/bin/sam"' in text
+
+
+def test_the_guide_gives_the_first_deploy_its_honest_time() -> None:
+    text = _guide()
+    step = text[text.index("## 1. The first deploy") : text.index("## 2. ")]
+    assert "about 5 minutes" not in step
+    assert "The first\ndeploy takes **10-20 minutes**" in step
+
+
+def test_the_guide_names_cloudfronts_account_verification_before_step_1() -> None:
+    text = _guide()
+    before = " ".join(text[: text.index("## 1. The first deploy")].split())
+    assert "account verification for CloudFront distributions" in before
+    assert "Your account must be verified before you can add new CloudFront resources" in before
+
+
+def test_the_preflight_figures_the_guide_gives_are_preflights() -> None:
+    from ops import preflight
+
+    facts = preflight.template_facts(preflight.load_template(ROOT / "template.yaml"))
+    text = _guide()
+    section = text[text.index("## Before you deploy: make preflight") : text.index("## 1. The first deploy")]
+    assert f"about {facts.lambda_peak_total} at once" in section
+    assert f"the request for {facts.lambda_ask}" in section
+    assert f"{preflight.LAMBDA_UNRESERVED_MINIMUM} Lambda keeps unreserved" in section
+    assert "one to three `GpuInstanceTypes`" in section and preflight.GPU_TYPES_MOST == 3
+    assert "`ok`, `warn` or `FAIL`" in section
+
+
+def test_the_gpu_types_the_guide_offers_are_the_templates_one_to_three() -> None:
+    template = _template()
+    parameter = template["Parameters"]["GpuInstanceTypes"]
+    assert parameter["Description"].startswith("One to three different GPU instance types")
+    text = _guide()
+    assert "Exactly three" not in text and "the three `GpuInstanceTypes`" not in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| `GpuInstanceTypes` |")]
+    assert "One to three different types" in row
+    for name in re.findall(r"`(g\d\w*\.\w+)`", row):
+        assert name in parameter["AllowedValues"], name
+
+
+def test_the_teardown_section_names_what_stays_as_the_template_keeps_it() -> None:
+    """Every resource the template keeps past a delete (a Retain policy) or keeps for a while (a KMS key's
+    pending window) is named, with the audit bucket's retention; every name the section gives exists."""
+    template = _template()
+    resources, parameters, outputs = template["Resources"], template["Parameters"], template["Outputs"]
+    text = _guide()
+    section = text[text.index("## 8. Tearing it down") : text.index("## Checks that run offline")]
+    kept = {
+        name for name, resource in resources.items() if str(resource.get("DeletionPolicy", "")).startswith("Retain")
+    }
+    assert {"ConversationTable", "StaffUserPool", "AuditBucket"} <= kept
+    for name in kept:
+        assert f"**`{name}`, retained" in section, name
+    keys = {name: resource for name, resource in resources.items() if resource["Type"] == "AWS::KMS::Key"}
+    for name, key in keys.items():
+        window = key["Properties"]["PendingWindowInDays"]
+        assert f"**`{name}`, scheduled for deletion**" in section and f"`PendingWindowInDays` ({window})" in section
+    # The audit bucket's write-once retention, with the parameter's default
+    audit = resources["AuditBucket"]["Properties"]["ObjectLockConfiguration"]["Rule"]["DefaultRetention"]
+    assert audit["Mode"] == "COMPLIANCE" and "Object Lock in COMPLIANCE mode" in section
+    assert f"`AuditRetentionDays` ({parameters['AuditRetentionDays']['Default']} by default)" in section
+    # Every CamelCase name in backticks is the template's: a resource, a parameter or an output, or a
+    # property or policy it sets (EmptyOnDelete, PendingWindowInDays, RetainExceptOnCreate)
+    source = (ROOT / "template.yaml").read_text()
+    named = set(re.findall(r"`([A-Z][a-z]+(?:[A-Z][a-z0-9]*)+)`", section))
+    unknown = {name for name in named - set(resources) - set(parameters) - set(outputs)
+               if not re.search(rf"^\s*(?:{name}:|DeletionPolicy: {name}$)", source, flags=re.MULTILINE)}  # fmt: skip
+    assert named and not unknown, unknown
+    # and make teardown's plan says the same before it changes anything
+    from ops import teardown
+
+    assert set(teardown.RETAINED) == kept
+    assert "make teardown` also names in the\nplan" in section
+
+
+def test_the_guide_leads_publish_pages_to_a_guided_deploy_that_persists() -> None:
+    """The console's address goes in with `sam deploy --guided`, saved to samconfig.toml, never a one-off
+    `--parameter-overrides` that the next plain `sam deploy` undoes."""
+    text = _guide()
+    assert "--parameter-overrides" not in text
+    pages = text[text.index("### The pages: the resident chat") : text.index("### The first staff user")]
+    assert "`.venv-deploy/bin/sam deploy --guided`" in pages and "`samconfig.toml` keeps it" in pages
+    assert "`PagesUrl` itself: the distribution's root object is the chat page" in pages

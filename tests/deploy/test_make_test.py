@@ -82,6 +82,22 @@ def test_make_test_also_lints_and_checks_the_template(tmp_path: Path) -> None:
         assert check in planned, check
 
 
+def test_make_test_runs_every_benchmark_once_at_its_smallest_size(tmp_path: Path) -> None:
+    """bench.run_all --smallest (each of P1-P8 once, BENCH_SMALLEST=1) on the dev venv, where the engines are."""
+    planned = dry_run(tmp_path, "test")
+    assert re.findall(r"(\S+) -m bench\.run_all([^\n]*)", planned) == [(DEV_PYTHON, " --smallest")]
+
+
+def test_a_benchmark_that_breaks_fails_make_test(tmp_path: Path) -> None:
+    log = tmp_path / "ran"
+    (tmp_path / "bin").mkdir()
+    fake_python(tmp_path / "bin" / "python", 3, log)
+    result = make("-s", "test", f"BIN={tmp_path / 'bin'}", "TEST_RUNS=test-bench", *built(tmp_path))
+    assert log.read_text().split() == [str(tmp_path / "bin" / "python"), "-m", "bench.run_all", "--smallest"]
+    assert result.returncode != 0
+    assert re.search(r"\[Makefile:\d+: test-bench\] Error 3", result.stderr), result.stderr
+
+
 @pytest.mark.parametrize("target", ["unit", "integration", "fuzz"])
 def test_the_lambda_tier_targets_run_in_the_312_venv(tmp_path: Path, target: str) -> None:
     assert pytest_runs(dry_run(tmp_path, target)) == [(LAMBDA_PYTHON, {f"tests/{target}"})]

@@ -288,6 +288,17 @@ def test_ops_target_uses_the_ops_venv_and_not_the_dev_venv(target: str) -> None:
         assert tool_commands(target, *OPS_TARGETS[target]), f"make {target} runs no {OPS_PYTHON}"
 
 
+def test_make_smoke_require_model_asks_the_smoke_for_a_worded_reply() -> None:
+    """make smoke REQUIRE_MODEL=1 fails on the fixed fallback (ops.smoke --require-model); without it the
+    smoke only reports which kind of reply came."""
+    (required,) = tool_commands("smoke", "STACK=enrollment-desk", "REQUIRE_MODEL=1")
+    assert required == [OPS_PYTHON, "-m", "ops.smoke", "--stack", "enrollment-desk", "--require-model"]
+    (on_api,) = tool_commands("smoke", "API_URL=http://127.0.0.1:3000", "REQUIRE_MODEL=1")
+    assert on_api[-1] == "--require-model"
+    (plain,) = tool_commands("smoke", "STACK=enrollment-desk")
+    assert "--require-model" not in plain
+
+
 def test_ops_venv_is_python_312() -> None:
     planned = make_dry_run("ops-tools")
     (build,) = [line for line in planned.splitlines() if f"-m venv {OPS_VENV.name}" in line]

@@ -175,8 +175,31 @@ def test_a_stack_without_the_realizer_has_only_its_bucket() -> None:
     )
     with stub:
         found = teardown.find_resources(client, STACK)
-    assert found == StackResources(pages_bucket="desk-pages")
+    assert found == StackResources(pages_bucket="desk-pages", retained=(("ConversationTable", "desk-table"),))
     assert "  no GPU Auto Scaling group" in teardown.plan(STACK, REGION, found)
+
+
+def test_the_plan_names_what_stays_the_write_once_audit_bucket_with_its_retention() -> None:
+    # Given a stack with the three resources its template retains
+    client, stub = stubbed_cloudformation()
+    retained = [
+        summary("ConversationTable", "desk-table"),
+        summary("StaffUserPool", "us-east-1_AbCdEf123"),
+        summary("AuditBucket", "desk-auditbucket-1a2b3c"),
+        summary("RealizerCluster", "desk-cluster"),
+    ]
+    stub.add_response("list_stack_resources", {"StackResourceSummaries": retained}, {"StackName": STACK})
+    with stub:
+        found = teardown.find_resources(client, STACK)
+    # Then the plan, asked about before anything changes, says what outlives the stack and for how long
+    assert teardown.plan(STACK, REGION, found)[-5:] == [
+        f"  then the stack {STACK} is deleted; what stays (docs/DEPLOY.md, 8. Tearing it down):",
+        "    the table desk-table: retained with the conversations",
+        "    the staff user pool us-east-1_AbCdEf123: retained with the staff accounts",
+        "    the audit bucket desk-auditbucket-1a2b3c: retained and write-once, each copy under Object Lock for "
+        "AuditRetentionDays after it was written, so no one can empty or delete it sooner",
+        "    the log group /aws/ecs/containerinsights/desk-cluster/performance: made by ECS, not the stack",
+    ]
 
 
 def test_a_missing_stack_fails_the_lookup_with_one_sentence() -> None:
@@ -357,13 +380,15 @@ def test_the_command_with_yes_tears_down_a_moto_stack(
     shown = capsys.readouterr()
     assert status == 0, shown.err
     assert shown.err == ""
-    assert shown.out.splitlines()[:7] == [
+    assert shown.out.splitlines()[:8] == [
         f"teardown: the stack {STACK} in {REGION}:",
         "teardown:   no realizer scalable target",  # moto's CloudFormation cannot build one
         f"teardown:   realizer service {deployed['RealizerService'].rsplit('/', 1)[-1]}: 0 tasks",
         f"teardown:   GPU Auto Scaling group {deployed['GpuAutoScalingGroup']}: protection off, 0 instances",
         f"teardown:   pages bucket {deployed['PagesBucket']}: every object version deleted",
-        f"teardown:   then the stack {STACK} is deleted (what its template retains stays: docs/DEPLOY.md)",
+        f"teardown:   then the stack {STACK} is deleted; what stays (docs/DEPLOY.md, 8. Tearing it down):",
+        f"teardown:     the log group /aws/ecs/containerinsights/{deployed['RealizerCluster']}/performance: made by "
+        "ECS, not the stack",
         f"teardown: the realizer service {deployed['RealizerService'].rsplit('/', 1)[-1]}: desired count 0",
     ]
     assert "teardown: scale-in protection removed from 2 of 2 GPU instances" in shown.out

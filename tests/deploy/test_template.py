@@ -839,8 +839,8 @@ def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> N
     assert "LaunchTemplate" not in group
     mixed = group["MixedInstancesPolicy"]
     assert referenced_id(mixed["LaunchTemplate"]["LaunchTemplateSpecification"]["LaunchTemplateId"]) == template_id
-    overrides = [override["InstanceType"] for override in mixed["LaunchTemplate"]["Overrides"]]
-    assert overrides == [{"Fn::Select": [index, {"Ref": "GpuInstanceTypes"}]} for index in range(3)]
+    # One to three types (test_one_to_three_gpu_types_make_that_many_overrides): the first always.
+    assert mixed["LaunchTemplate"]["Overrides"][0] == {"InstanceType": {"Fn::Select": [0, {"Ref": "GpuInstanceTypes"}]}}
     assert mixed["InstancesDistribution"]["OnDemandAllocationStrategy"] == "prioritized"
     types = template["Parameters"]["GpuInstanceTypes"]
     assert types["Type"] == "CommaDelimitedList" and len(types["Default"].split(",")) == 3
@@ -871,6 +871,62 @@ def test_realizer_runs_on_a_gpu_capacity_provider(template: dict[str, Any]) -> N
     assert [referenced_id(s["CapacityProvider"]) for s in service["CapacityProviderStrategy"]] == [provider_id]
     assert template["Resources"][service_id]["DependsOn"] == association_id
     assert referenced_id(service["Cluster"]) == cluster_id
+
+
+NO_VALUE = object()
+
+
+def evaluate(node: Any, parameters: dict[str, Any], conditions: dict[str, Any]) -> Any:
+    """CloudFormation's intrinsic functions as the GPU group uses them (Ref, Fn::Join, Fn::Split,
+    Fn::Select, Fn::If and the condition functions), with the parameters given; AWS::NoValue drops a list
+    item, and Fn::Select past a list's end fails as it fails a deploy."""
+    if isinstance(node, list):
+        items = [evaluate(item, parameters, conditions) for item in node]
+        return [item for item in items if item is not NO_VALUE]
+    if not isinstance(node, dict):
+        return node
+    if len(node) == 1:
+        ((function, argument),) = node.items()
+        if function == "Ref":
+            return NO_VALUE if argument == "AWS::NoValue" else parameters[argument]
+        if function == "Condition":
+            return evaluate(conditions[argument], parameters, conditions)
+        if function == "Fn::If":
+            name, then, otherwise = argument
+            chosen = then if evaluate(conditions[name], parameters, conditions) else otherwise
+            return evaluate(chosen, parameters, conditions)
+        if function in ("Fn::Join", "Fn::Split", "Fn::Select", "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or"):
+            values = evaluate(argument, parameters, conditions)
+            if function == "Fn::Join":
+                return values[0].join(values[1])
+            if function == "Fn::Split":
+                return values[1].split(values[0])
+            if function == "Fn::Select":
+                index, items = values
+                if int(index) >= len(items):
+                    raise IndexError(f"Fn::Select cannot select nonexistent value at index {index}")
+                return items[int(index)]
+            if function == "Fn::Equals":
+                return values[0] == values[1]
+            if function == "Fn::Not":
+                return not values[0]
+            return all(values) if function == "Fn::And" else any(values)
+    return {key: evaluate(value, parameters, conditions) for key, value in node.items()}
+
+
+@pytest.mark.parametrize(
+    "types", [["g6.xlarge"], ["g5.xlarge", "g5.2xlarge"], ["g6.xlarge", "g5.xlarge", "g6e.xlarge"]]
+)
+def test_one_to_three_gpu_types_make_that_many_overrides(template: dict[str, Any], types: list[str]) -> None:
+    """A region may offer one or two of the types: GpuInstanceTypes takes one to three, and the group's
+    overrides name exactly those, in order, without selecting past the list's end."""
+    _, group = only_resource(template, "AWS::AutoScaling::AutoScalingGroup")
+    overrides = group["MixedInstancesPolicy"]["LaunchTemplate"]["Overrides"]
+    resolved = evaluate(overrides, {"GpuInstanceTypes": types}, template["Conditions"])
+    assert resolved == [{"InstanceType": name} for name in types]
+    parameter = template["Parameters"]["GpuInstanceTypes"]
+    assert set(types) <= set(parameter["AllowedValues"])
+    assert "One to three" in parameter["Description"]
 
 
 def test_realizer_task_asks_for_a_gpu_and_the_queues(template: dict[str, Any]) -> None:
@@ -1162,6 +1218,39 @@ def test_the_sweeper_runs_every_five_minutes_on_the_pending_turn_index_and_is_al
         "GreaterThanThreshold",
     )
     assert dimension(alarm, "service") == SERVICE_NAMES["SweepTurnsFunction"]
+
+
+def test_turns_that_outlived_the_pack_and_turns_the_sweeper_failed_on_are_alarmed(template: dict[str, Any]) -> None:
+    """Every function that gives a turn the generic fallback for a pack change counts it, and one alarm
+    sums them all; a turn the sweeper fails on (and goes past) raises an alarm of its own."""
+
+    sources = {
+        SERVICE_NAMES[name]: (ROOT / function["CodeUri"] / f"{function['Handler'].split('.')[0]}.py").read_text()
+        for name, function in FUNCTIONS.items()
+    }
+
+    def emitters(metric: str) -> set[str]:
+        return {service for service, source in sources.items() if f'add_metric(name="{metric}"' in source}
+
+    assert emitters("StaleTurnsFinalized") == {"screen_reply", "sweep_turns"}
+    alarm = template["Resources"]["StaleTurnsFinalizedAlarm"]["Properties"]
+    stats = {query["Id"]: query["MetricStat"]["Metric"] for query in alarm["Metrics"] if "MetricStat" in query}
+    assert {(m["Namespace"], m["MetricName"]) for m in stats.values()} == {("EnrollmentDesk", "StaleTurnsFinalized")}
+    assert {dimension(m, "service") for m in stats.values()} == emitters("StaleTurnsFinalized")
+    (returned,) = [query for query in alarm["Metrics"] if query.get("ReturnData")]
+    assert set(re.findall(r"\bFILL\((\w+), 0\)", returned["Expression"])) == set(stats)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+
+    assert emitters("TurnsNotSwept") == {"sweep_turns"}
+    failed = template["Resources"]["TurnsNotSweptAlarm"]["Properties"]
+    assert (failed["Namespace"], failed["MetricName"], dimension(failed, "service")) == (
+        "EnrollmentDesk",
+        "TurnsNotSwept",
+        "sweep_turns",
+    )
+    assert (failed["Threshold"], failed["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    for props in (alarm, failed):
+        assert referenced_id(props["AlarmActions"][0]) == "AlarmTopic"
 
 
 # --- issue 25: what a failed first create leaves, staff sign-in, key and names ----------------------

@@ -109,10 +109,15 @@ def test_every_page_asset_and_the_config_go_where_cloudfront_serves_them(aws: di
 def test_it_says_how_to_let_sign_in_return_to_the_published_console(aws: dict[str, object]) -> None:
     cognito, values = aws["cognito"], aws["outputs"]
     advice = publisher.check_callback(cognito, values, values["StaffUserPoolId"])
+    # The guided deploy, saved to samconfig.toml: a one-off --parameter-overrides would be undone by the next
+    # plain `sam deploy`, which sends the saved parameters.
     assert advice == (
-        "Sign-in cannot return to https://d111111abcdef8.cloudfront.net/console yet: deploy again with "
-        "--parameter-overrides StaffConsoleUrls=https://d111111abcdef8.cloudfront.net/console (docs/DEPLOY.md)."
+        "Sign-in cannot return to https://d111111abcdef8.cloudfront.net/console yet: run .venv-deploy/bin/sam "
+        "deploy --guided, answer Parameter StaffConsoleUrls with https://d111111abcdef8.cloudfront.net/console, "
+        "keep the other answers (Enter), and save the arguments to samconfig.toml (Y), so every later sam deploy "
+        "keeps it (docs/DEPLOY.md, step 4)."
     )
+    assert "--parameter-overrides" not in advice
     cognito.update_user_pool_client(
         UserPoolId=values["StaffUserPoolId"],
         ClientId=values["StaffConsoleClientId"],

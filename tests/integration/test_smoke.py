@@ -83,6 +83,33 @@ def test_the_template_realizer_reads_as_the_fixed_fallback(tmp_path: Path) -> No
     assert lines[-1].endswith("the public API does not say which.")
 
 
+def test_require_model_fails_on_the_fixed_fallback_with_one_line(tmp_path: Path) -> None:
+    # Given devstack serve's `template` realizer, whose reply to a request is the fixed fallback's own text
+    # (as a broken realizer's deadline fallback would be)
+    server = start_server(tmp_path, "--quiet")
+    try:
+        # When the smoke must see a reply the model worded (make smoke REQUIRE_MODEL=1)
+        result = smoke("--api-url", server.url, "--timeout", "30", "--require-model")
+    finally:
+        stop(server)
+    # Then it exits 1 with one line saying so, on stderr, after the usual report
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.splitlines()[-2] == f"smoke: reply: {FALLBACK}"
+    assert result.stderr.splitlines() == [
+        "smoke: FAIL (--require-model): the reply is the desk's fixed fallback for request_contact, not one the "
+        "model worded: run it again once a realizer task is up (10-15 minutes from a cold start); if it fails "
+        "again, the staff console's review queue shows the turn's draft and the screens that fired (deadline: the "
+        "realizer did not answer; read its log group)."
+    ]
+
+
+def test_require_model_passes_a_reply_the_model_worded(worded_by_realizer: Server) -> None:
+    result = smoke("--api-url", worded_by_realizer.url, "--timeout", "30", "--require-model")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[-1].startswith("smoke: worded by the model")
+
+
 def test_the_stack_option_reads_the_api_url_and_the_desk_from_the_stack_outputs(
     worded_by_realizer: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

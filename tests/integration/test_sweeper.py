@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from pack_files import desk_reply
 
 from devstack.faults import Fault
 from devstack.stack import STREAM_MAX_RECORD_AGE, SWEEP_INTERVAL, LocalStack
@@ -21,6 +22,7 @@ from dialogue.aws.table import PENDING_TURN
 from dialogue.conversation import new_conversation
 from dialogue.pack import get_pack
 from dialogue.records import TurnRecord
+from dialogue.replies import GENERIC_FALLBACK
 from dialogue.settings import get_settings
 
 
@@ -93,7 +95,8 @@ def test_a_deadline_message_that_reaches_its_dlq_ends_in_the_fallback(stack: Loc
 
 def test_a_turn_stored_before_a_pack_change_ends_in_the_fallback(stack: LocalStack) -> None:
     """A pending turn names a program today's pack does not have (it was withdrawn after the turn), and
-    no deadline message exists for it: the sweeper reads the value as unknown, counts it, and ends it."""
+    no deadline message exists for it: the sweeper counts the value unreadable and ends the turn with the
+    desk's generic fallback (the confirm's own text would read the program as unknown)."""
     pack, store = get_pack(), get_store()
     now = stack.clock.now()
     conversation_id = UUID(stack.call_api("POST", "/conversations").body["conversation_id"])
@@ -112,7 +115,9 @@ def test_a_turn_stored_before_a_pack_change_ends_in_the_fallback(stack: LocalSta
     assert_fallback_within_bound(stack, str(conversation_id), now)
     reply = stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body["reply"]
     assert "{" not in reply and "welding" not in reply
+    assert reply == GENERIC_FALLBACK
     assert emitted(stack, "StoredValuesUnreadable") >= 1
+    assert emitted(stack, "StaleTurnsFinalized") == 1
 
 
 @pytest.mark.parametrize("overdue", [False, True])
@@ -127,3 +132,132 @@ def test_the_sweeper_leaves_a_turn_inside_its_deadline_and_grace_alone(stack: Lo
     summary = stack.run_sweeper()
     assert summary["finalized"] == int(overdue)
     assert stack.stored_turn(conversation_id, 1)["status"] == ("final" if overdue else "pending")
+
+
+# --- issue 41, item 1: a turn that outlived its pack stops neither the sweeper nor its deadline -------------
+
+SLOTS = {"program": "forklift", "childcare_needed": "unknown", "contact_channel": "email"}
+# A request for the contact slot under its earlier name: today's pack has no such action.
+RENAMED_REQUEST = Action("request_contact_method")
+
+
+def store_pending_turn(
+    stack: LocalStack, action: Action, slots: dict[str, str], topic: str | None = None, *, at: datetime | None = None
+) -> UUID:
+    """A new conversation whose first turn is pending as an earlier version of the pack stored it."""
+    pack, store = get_pack(), get_store()
+    now = at or stack.clock.now()
+    conversation_id = UUID(stack.call_api("POST", "/conversations").body["conversation_id"])
+    before = store.load_conversation(conversation_id)
+    assert before is not None
+    turn = TurnRecord(
+        conversation_id=conversation_id, turn_id=1, intent="enroll", injection_screen=False,
+        privileged_request=False, slots=slots, action=action, topic=topic,
+        reply_source=ReplySource.MODEL, status=TurnStatus.PENDING, reply_screen=ReplyScreen.NOT_APPLICABLE,
+        human_review=HumanReview.PENDING, created_at=now,
+    )  # fmt: skip
+    store.commit_turn(before, new_conversation(conversation_id, pack, now).state, turn)
+    return conversation_id
+
+
+def deadlines_sent(stack: LocalStack, conversation_id: UUID) -> list[str]:
+    """The bodies of the ReplyDeadline messages sent for the conversation's turn, in order."""
+    return [
+        message["body"]
+        for message in stack.sent_messages
+        if message["queue_url"] == stack.screen_queue.url
+        and '"kind":"deadline"' in message["body"]
+        and str(conversation_id) in message["body"]
+    ]
+
+
+def test_a_request_for_a_renamed_slot_ahead_of_a_confirm_no_longer_stops_the_sweeper(stack: LocalStack) -> None:
+    """The issue's case on the stack: the sweeper read oldest first and died on the request every run
+    (KeyError: the pack has no such action), so 0 of the 2 turns were finalized. Both are now."""
+    start = stack.clock.now()
+    stale = store_pending_turn(stack, RENAMED_REQUEST, {**SLOTS, "contact_channel": "unknown"}, at=start)
+    confirm = store_pending_turn(stack, Action.CONFIRM, SLOTS, at=start + timedelta(seconds=1))
+    # No dispatch runs, so no deadline was sent: the sweeper is all that ends them.
+    stack.advance((bound() + timedelta(seconds=5)).total_seconds())
+    summary = stack.run_sweeper()
+    assert (summary["finalized"], summary["stale"], summary["failed"], summary["complete"]) == (2, 1, 0, True)
+    assert stack.pending_turns() == []
+    reply = stack.call_api("GET", f"/conversations/{stale}/turns/1").body["reply"]
+    assert reply == GENERIC_FALLBACK
+    assert stack.call_api("GET", f"/conversations/{confirm}/turns/1").body["reply"] == desk_reply(
+        "confirm", program="forklift", contact_channel="email"
+    )
+    assert (emitted(stack, "StaleTurnsFinalized"), emitted(stack, "TurnsNotSwept")) == (1, 0)
+
+
+def test_a_turn_the_sweeper_fails_on_is_logged_by_its_ids_and_the_sweep_goes_on(stack: LocalStack) -> None:
+    start = stack.clock.now()
+    first = store_pending_turn(stack, Action.CONFIRM, SLOTS, at=start)
+    second = store_pending_turn(stack, Action.CONFIRM, SLOTS, at=start + timedelta(seconds=1))
+    stack.advance((bound() + timedelta(seconds=5)).total_seconds())
+    stack.faults.inject("dynamodb.TransactWriteItems", Fault.INTERNAL_ERROR, times=1)  # the first turn's write
+    summary = stack.run_sweeper()
+    assert (summary["finalized"], summary["failed"], summary["complete"]) == (1, 1, False)
+    assert stack.pending_turns() == [(str(first), 1)]
+    assert stack.stored_turn(str(second), 1)["status"] == "final"
+    (line,) = [line for line in stack.log_lines if "overdue turn not finalized" in line]
+    assert str(first) in line and '"turn_id":1' in line and "StoreUnavailable" in line
+    assert emitted(stack, "TurnsNotSwept") == 1
+    # The next run finalizes it.
+    assert stack.run_sweeper()["finalized"] == 1 and stack.pending_turns() == []
+
+
+def test_a_stale_turns_deadline_ends_it_with_the_generic_fallback_and_sends_once(stack: LocalStack) -> None:
+    """The dispatch sent the deadline, then failed building the job (KeyError), so the stream retried it,
+    sending another deadline each time; the screen function then failed each deadline (KeyError) to the
+    DLQ. Now the deadline alone is sent, once, and ends the turn with the generic fallback, counted."""
+    conversation_id = store_pending_turn(stack, RENAMED_REQUEST, {**SLOTS, "contact_channel": "unknown"})
+    started = stack.clock.now()
+    stack.run_for(get_settings().reply_deadline.total_seconds() + 31, step=10, realizer=False)
+    turn = stack.stored_turn(str(conversation_id), 1)
+    assert turn["status"] == "final" and "deadline" in turn["screens_fired"]
+    assert datetime.fromisoformat(turn["finalized_at"]) < started + bound() - timedelta(seconds=SWEEP_INTERVAL)
+    assert stack.call_api("GET", f"/conversations/{conversation_id}/turns/1").body["reply"] == GENERIC_FALLBACK
+    assert len(deadlines_sent(stack, conversation_id)) == 1
+    assert stack.stream.failed_batches == 0
+    attributes = stack.sqs.get_queue_attributes(QueueUrl=stack.screen_dlq.url, AttributeNames=["All"])
+    assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    assert (emitted(stack, "JobsWithheld"), emitted(stack, "StaleTurnsFinalized")) == (1, 1)
+    assert (emitted(stack, "ScreenRecordsFailed"), emitted(stack, "StuckTurnsFinalized")) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("action", "slots", "topic"),
+    [(RENAMED_REQUEST, {**SLOTS, "contact_channel": "unknown"}, None), (Action.INFORM, SLOTS, "evening_classes")],
+    ids=["action gone", "topic gone"],
+)
+def test_stream_polls_of_a_turn_whose_job_cannot_be_built_send_one_deadline_and_never_fail(
+    stack: LocalStack, action: Action, slots: dict[str, str], topic: str | None
+) -> None:
+    """Building the job can never succeed for this turn under this pack: it used to fail the record after
+    its deadline was sent, on each of the stream's retries (and hold the shard for the stream's hour)."""
+    conversation_id = store_pending_turn(stack, action, slots, topic)
+    for _ in range(5):
+        stack.run_dispatch()
+        stack.advance(1)
+    assert len(deadlines_sent(stack, conversation_id)) == 1
+    assert stack.stream.failed_batches == 0
+    assert not [m for m in stack.sent_messages if m["queue_url"] == stack.realize_queue.url]
+    stack.run_for(get_settings().reply_deadline.total_seconds(), realizer=False)
+    assert stack.stored_turn(str(conversation_id), 1)["status"] == "final"
+
+
+def test_a_redelivered_turn_sends_the_same_deadline_and_only_the_first_ends_it(stack: LocalStack) -> None:
+    """SQS standard queues cannot send once (and FIFO queues have no per-message delay): a record delivered
+    again (its batch retried for another record) sends its deadline again. The copies are one message,
+    and the screen function drops every one after the first as "turn already final"."""
+    conversation_id = store_pending_turn(stack, RENAMED_REQUEST, {**SLOTS, "contact_channel": "unknown"})
+    for _ in range(3):
+        stack.stream.positions.clear()  # the mapping reads the shard from its start again
+        stack.stream.poll()
+    sent = deadlines_sent(stack, conversation_id)
+    assert len(sent) == 3 and len(set(sent)) == 1
+    stack.run_for(get_settings().reply_deadline.total_seconds() + 31, realizer=False)
+    assert stack.stored_turn(str(conversation_id), 1)["status"] == "final"
+    assert (emitted(stack, "DeadlineFallbacks"), emitted(stack, "DeadlinesMet")) == (1, 2)
+    assert emitted(stack, "StaleTurnsFinalized") == 1

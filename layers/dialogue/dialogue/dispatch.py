@@ -10,11 +10,21 @@ dispatch function, which sends two messages:
 2. the RealizeJob to the realize queue, built here and only here from the stored turn: its state,
    its action and the pack's approved handbook rows.
 
+The job is built before anything is sent. Building it is a pure function of the stored turn and the
+pack, so a job the pack cannot build (a turn stored before a deploy changed the pack: its topic gone)
+would fail on every one of the stream's retries, each sending the deadline again, and hold up the
+turns behind it on its shard for the stream's hour. Such a turn, and one that has outlived the pack
+(its action or slot values gone: dialogue.replies.outlives_pack, which no model could word), is sent
+its deadline alone and not retried: the deadline's fallback ends it (the generic one for a stale turn).
+
 The deadline goes first: if the job cannot be sent, the stream delivers the turn again, and the
 deadline still finalizes the turn. If neither can be sent for the stream mapping's hour, the record
 goes to the dispatch failure queue, and the sweeper (dialogue.sweep) finalizes the turn with the same
-fallback. Delivering a turn twice sends both messages twice; the worker and the screen function
-finalize a turn once.
+fallback. Delivering a turn twice sends both messages twice (SQS's standard queues have no send once,
+and a FIFO queue no per-message delay), but the deadline is the same message each time (the turn's
+ids, action and slots, due from its creation): the first to arrive finalizes a pending turn, and the
+screen function drops any other as "turn already final"; the worker and the screen function finalize
+a turn once.
 
 Then, once per batch that sent a job still inside its reply deadline (`worth_waking_for`), the
 dispatch function wakes the realizer if it rests at zero tasks (dialogue.aws.ecs).
@@ -30,11 +40,15 @@ from dialogue.pack import DomainPack
 from dialogue.ports import DispatchQueues
 from dialogue.realize import ReplyDeadline, build_realize_job
 from dialogue.records import TurnRecord
+from dialogue.replies import outlives_pack
 from dialogue.settings import MAX_REPLY_DEADLINE_SECONDS
 from dialogue.state import DialogueState
 
 MAX_SQS_DELAY_SECONDS = MAX_REPLY_DEADLINE_SECONDS
 """SQS holds a message back for at most 15 minutes, so a reply deadline is at most that long."""
+
+STALE_TURN = "stale turn"
+"""Why a turn's job was withheld when the turn has outlived the pack (dialogue.replies.outlives_pack)."""
 
 
 def worth_waking_for(turn: TurnRecord, *, now: datetime, reply_deadline: timedelta) -> bool:
@@ -52,10 +66,28 @@ def deadline_delay_seconds(due_at: datetime, now: datetime) -> int:
 
 def dispatch_pending_turn(
     turn: TurnRecord, *, queues: DispatchQueues, pack: DomainPack, now: datetime, reply_deadline: timedelta
-) -> None:
-    """Send the turn's deadline, then its RealizeJob. Raises QueueUnavailable if either was not sent."""
+) -> str | None:
+    """Build the turn's RealizeJob, then send its deadline and the job. Returns None, or why the job was
+    withheld and the deadline sent alone: STALE_TURN, or the type of the error building it raised (never
+    its message). Raises QueueUnavailable if a message was not sent."""
     if turn.status is not TurnStatus.PENDING or not turn.action.uses_model:
         raise ValueError("only a pending generated turn is dispatched")
+    job, withheld = None, None
+    if outlives_pack(turn.action, turn.slots, pack):
+        withheld = STALE_TURN
+    else:
+        try:
+            job = build_realize_job(
+                conversation_id=turn.conversation_id,
+                turn_id=turn.turn_id,
+                state=DialogueState.from_slots(pack.frame, turn.slots),
+                action=turn.action,
+                pack=pack,
+                now=turn.created_at,
+                topic=turn.topic,
+            )
+        except Exception as error:  # deterministic: no retry of the same turn and pack would build it
+            withheld = type(error).__name__
     due_at = turn.created_at + reply_deadline
     deadline = ReplyDeadline(
         conversation_id=turn.conversation_id,
@@ -65,15 +97,6 @@ def dispatch_pending_turn(
         due_at=due_at,
     )
     queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))
-    state, _ = DialogueState.read_stored(pack.frame, turn.slots)
-    queues.send_job(
-        build_realize_job(
-            conversation_id=turn.conversation_id,
-            turn_id=turn.turn_id,
-            state=state,
-            action=turn.action,
-            pack=pack,
-            now=turn.created_at,
-            topic=turn.topic,
-        )
-    )
+    if job is not None:
+        queues.send_job(job)
+    return withheld

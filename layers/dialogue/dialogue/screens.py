@@ -42,7 +42,7 @@ from dialogue.pack.compiled import CompiledDeskWords
 from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome
-from dialogue.replies import fixed_reply
+from dialogue.replies import fixed_reply, turn_fallback
 from dialogue.state import DialogueState
 
 _NUMERAL = re.compile(r"\b\d+\b")
@@ -368,13 +368,13 @@ def _cached_fallback(key: _PackByIdentity, action: Action, slots: tuple[tuple[st
 
 def deadline_outcome(deadline: ReplyDeadline, pack: DomainPack) -> ScreenOutcome:
     """What a turn still pending at its deadline shows: the fixed fallback. No model text was screened,
-    so nothing is held and no human check is pending. Slots a pack change no longer allows read as
-    unknown (`DialogueState.read_stored`), so a deadline always ends its turn."""
-    state, _ = DialogueState.read_stored(pack.frame, deadline.slots)
+    so nothing is held and no human check is pending. A turn that has outlived the pack (its action gone,
+    or slots a pack change no longer allows) gets the desk's generic fallback (`dialogue.replies.turn_fallback`),
+    so a deadline always ends its turn."""
     return ScreenOutcome(
         screens_fired=(Screen.DEADLINE,),
         fallback_used=True,
         reply_screen=ReplyScreen.NOT_APPLICABLE,
         human_review=HumanReview.NOT_APPLICABLE,
-        final_reply=fixed_reply(deadline.action, state, pack),
+        final_reply=turn_fallback(deadline.action, deadline.slots, pack),
     )

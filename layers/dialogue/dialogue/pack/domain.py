@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from dialogue.actions import Action
 from dialogue.pack.compiled import CompiledPatterns
 from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
+from dialogue.pack.formats import PackFormat
 from dialogue.pack.lexicon import value_words
 from dialogue.pack.schema import (
     UNKNOWN,
@@ -44,6 +45,8 @@ class DomainPack(BaseModel):
     example_weights: Any = None
     # The profile this process reads turns with: the pack's, unless the loader was told another.
     profile: UnderstandingProfile | None = None
+    # How the loader read domain.toml's format: the one declared, the one read, what it defaulted.
+    pack_format: PackFormat | None = None
 
     @property
     def understanding_profile(self) -> UnderstandingProfile:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import csv
 import os
 import tomllib
+import types
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from dialogue.pack.domain import DomainPack
 from dialogue.pack.examples import ExampleSet
+from dialogue.pack.formats import read_format
 from dialogue.pack.schema import DomainSpec, HandbookRow, UnderstandingProfile, located
 
 PACK_DIR_ENV = "DOMAIN_PACK_DIR"
@@ -48,11 +50,54 @@ def _where(loc: tuple[int | str, ...]) -> str:
     ).removeprefix("table (top level), ")
 
 
-def describe(error: ValidationError) -> str:
-    """Where the first problem is (table, entry, field) and what it is, with how many more there are."""
+def _unwrapped(annotation: Any) -> Any:
+    """`X` of `X | None`."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next((arg for arg in get_args(annotation) if arg is not type(None)), annotation)
+    return annotation
+
+
+def _is_table(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def what_to_add(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
+    """For a field `model` needs at `loc` and the file lacks: what to add and where, as a pack author
+    writes it (`add [staff] with reason_codes and max_message_chars`); None where `loc` leads nowhere."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _unwrapped(annotation)
+        if _is_table(annotation) and isinstance(part, str) and part in annotation.model_fields:
+            annotation = annotation.model_fields[part].annotation
+        elif get_origin(annotation) in (tuple, dict) and get_args(annotation):  # a list's entry, a named value
+            annotation = get_args(annotation)[0 if get_origin(annotation) is tuple else -1]
+        else:
+            return None
+    annotation, name = _unwrapped(annotation), str(loc[-1])
+    path = ".".join(str(part) for part in loc if not isinstance(part, int))
+    if _is_table(annotation):
+        keys = [key for key, field in annotation.model_fields.items() if field.is_required()]
+        listed = ", ".join(keys[:-1]) + f" and {keys[-1]}" if len(keys) > 1 else "".join(keys)
+        return f"add [{path}]" + (f" with {listed}" if keys else "")
+    if get_origin(annotation) is tuple and _is_table(_unwrapped(get_args(annotation)[0])):
+        return f"add [[{path}]] entries"
+    parent, index = loc[:-1], next((part for part in reversed(loc) if isinstance(part, int)), None)
+    table = ".".join(str(part) for part in parent if not isinstance(part, int))
+    if not table:
+        return f"add {name} at the top of the file"
+    if index is not None and isinstance(parent[-1], int):
+        return f"add {name} to entry {index + 1} of [[{table}]]"
+    return f"add {name} to [{table}]"
+
+
+def describe(error: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Where the first problem is (table, entry, field) and what it is, with how many more there are; for
+    a field `model` needs and the file lacks, what to add."""
     first = error.errors()[0]
     message = str(first["msg"]).removeprefix("Value error, ")
     loc = tuple(first["loc"])
+    if first["type"] == "missing" and model is not None and (hint := what_to_add(model, loc)):
+        message += f"; {hint}"
     # A model's own check names its field in its message: its location is then the table itself.
     own_field = message.startswith("field ") and not any(isinstance(part, int) for part in loc)
     where = located(".".join(map(str, loc))) if own_field and loc else _where(loc)
@@ -120,7 +165,7 @@ def _read_examples(path: Path) -> ExampleSet | None:
     try:
         return ExampleSet.model_validate(_read_toml(path))
     except ValidationError as error:
-        raise PackError(f"{path}, {describe(error)}") from None
+        raise PackError(f"{path}, {describe(error, ExampleSet)}") from None
 
 
 def _read_weights(root: Path, examples_file: Path) -> Any:
@@ -148,10 +193,15 @@ def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfil
     """Load and validate the pack in `directory`; `profile` overrides its understanding profile."""
     root = Path(directory)
     domain_file = root / "domain.toml"
+    contents = _read_toml(domain_file)
     try:
-        spec = DomainSpec.model_validate(_read_toml(domain_file))
+        # A pack of an earlier format gets what later formats added, by default (dialogue.pack.formats).
+        contents, pack_format = read_format(contents)
+        spec = DomainSpec.model_validate(contents)
     except ValidationError as error:
-        raise PackError(f"{domain_file}, {describe(error)}") from None
+        raise PackError(f"{domain_file}, {describe(error, DomainSpec)}") from None
+    except ValueError as error:  # a format_version this release does not read
+        raise PackError(f"{domain_file}, {error}") from None
     examples_file = root / EXAMPLES_FILE
     examples = _read_examples(examples_file)
     weights = _read_weights(root, examples_file) if examples is not None and examples.scorer == "linear" else None
@@ -163,7 +213,12 @@ def load_pack(directory: str | os.PathLike[str], *, profile: UnderstandingProfil
         raise PackError(f"{PROFILE_ENV} must be one of {[str(name) for name in UnderstandingProfile]}") from None
     try:
         pack = DomainPack(
-            spec=spec, handbook=tuple(handbook), examples=examples, example_weights=weights, profile=chosen
+            spec=spec,
+            handbook=tuple(handbook),
+            examples=examples,
+            example_weights=weights,
+            profile=chosen,
+            pack_format=pack_format,
         )
     except ValidationError as error:
         # A row id a table names but the handbook lacks is domain.toml's mistake; the rest are the handbook's.

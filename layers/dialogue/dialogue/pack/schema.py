@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from dialogue.actions import Action, ScreenProfile
+from dialogue.pack.formats import CURRENT_FORMAT, EARLIEST_FORMAT
 from dialogue.pack.patterns import NonEmptyText, PatternText, UnderstandingPatternText
 
 if TYPE_CHECKING:
@@ -499,6 +500,18 @@ class DomainInfo(_Strict):
     examples: tuple[Annotated[str, StringConstraints(min_length=1, max_length=120, strip_whitespace=True)], ...] = (
         Field(default=(), max_length=4)
     )
+    # The desk's generic fallback: its reply to a turn stored under an earlier version of the pack that this
+    # one can no longer word (a request for a slot since renamed, a value since withdrawn: dialogue.replies).
+    # Without it, every desk's default (dialogue.replies.GENERIC_FALLBACK).
+    fallback_text: NonEmptyText | None = None
+
+    @field_validator("fallback_text")
+    @classmethod
+    def _names_no_slot(cls, text: str | None) -> str | None:
+        """Plain text: the turns that get it hold slots the pack cannot read, so it names none."""
+        if text is not None and ("{" in text or "}" in text):
+            raise ValueError("names no placeholder: the turns that get it hold slots the pack cannot read")
+        return text
 
 
 PLACEHOLDERS = ("program_display", "facts")
@@ -543,6 +556,9 @@ def located(table: str, index: int | None = None, field: str | None = None) -> s
 class DomainSpec(_Strict):
     """The contents of `domain.toml`."""
 
+    # The pack format it is written in (dialogue.pack.formats, which reads it and fills in an earlier
+    # format's defaults before this model reads the file); None: written before formats had numbers.
+    format_version: Annotated[int, Field(ge=EARLIEST_FORMAT, le=CURRENT_FORMAT)] | None = None
     domain: DomainInfo
     frame: Frame
     programs: tuple[Program, ...] = Field(min_length=1)
@@ -576,7 +592,11 @@ class DomainSpec(_Strict):
                 raise ValueError(f"{where}: {asked.request_action!s} asks for another slot too; one per slot")
         missing_actions = {*Action, *requests} - set(self.actions)
         if missing_actions:
-            raise ValueError(f"{located('actions')}: lacks {sorted(str(action) for action in missing_actions)}")
+            lacking = sorted(str(action) for action in missing_actions)
+            keys = " and ".join(name for name, field in ActionSpec.model_fields.items() if field.is_required())
+            tables = " and ".join(f"[actions.{name}]" for name in lacking)
+            each = ", each" if len(lacking) > 1 else ""
+            raise ValueError(f"{located('actions')}: lacks {lacking}; add {tables}{each} with {keys}")
         if unasked := sorted(str(action) for action in set(self.actions) - {*Action, *requests}):
             raise ValueError(f"{located('actions')}: {unasked} ask for no slot (name one in a slot's request_action)")
         for index, rule in enumerate(self.understanding.slot_rules):
