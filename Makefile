@@ -246,7 +246,7 @@ fuzz: $(LAMBDA_STAMP)  ## Fuzz both HTTP APIs through `devstack serve`: 10,000 +
 
 .PHONY: bench test-bench
 
-bench: $(STAMP)  ## Benchmarks P1-P8 (bench/), about 5 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
+bench: $(STAMP)  ## Benchmarks P1-P8 (bench/), about 11 minutes on two cores; writes bench/RESULTS.md and bench/prompt_growth.png.
 	$(BIN)/python -m bench.run_all
 
 # make test runs each benchmark once at its smallest size (BENCH_SMALLEST=1, two at a time; nothing written,
