@@ -10,6 +10,8 @@ new-pack NAME [DIR]                          write a starter desk (no other desk
 check-pack PATH                              every check the tests run on data/*, on a pack anywhere
 fit-examples DIR                             fit examples.toml's linear scorer: DIR/examples.weights.json (numpy)
 verify-audit                                 a desk session's audit chains verified, then two rewrites caught
+fleet [--scenario S] [--desks N] [--days D] [--seed N] [--json]  the GPU realizer's scaling, simulated
+                                             from template.yaml (devstack.fleet)
 
 replay, controls, chat and serve take --pack DIR (a desk's folder, or its name under data/); without
 it, DOMAIN_PACK_DIR, else the default desk of data/packs.toml. They take --screens lesson|desk (the
@@ -337,6 +339,34 @@ def _month(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _fleet(args: argparse.Namespace) -> int:
+    from devstack.fleet import SCENARIOS, TEMPLATE, FleetError, run_command
+    from dialogue.pack import PackError, pack_dir_for
+
+    try:
+        print(
+            run_command(
+                scenarios=SCENARIOS if args.scenario == "all" else (args.scenario,),
+                desks=args.desks,
+                days=args.days,
+                seed=args.seed,
+                as_json=args.json,
+                parameters=args.parameter or (),
+                shared_realizer=args.shared_realizer,
+                instance_type=args.instance_type,
+                template_path=Path(args.template) if args.template else TEMPLATE,
+                pack=pack_dir_for(args.pack) if args.pack else None,
+                timing=args.timing or (),
+                conversations=args.conversations,
+                generated_share=args.generated_share,
+            )
+        )
+    except (FleetError, PackError, ValueError) as error:
+        print(f"devstack: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devstack", description="Run the pipeline offline on moto.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -433,6 +463,52 @@ def main(argv: list[str] | None = None) -> int:
         help="the desk: a domain pack's folder, or a desk's name under data/ (default: data/packs.toml's)",
     )
     month.set_defaults(run=_month)
+
+    fleet = commands.add_parser(
+        "fleet", help="simulate the GPU realizer's scaling (CloudWatch, ECS, the wake call) from template.yaml"
+    )
+    fleet.add_argument(
+        "--scenario",
+        choices=("desk", "abuse", "unhealthy", "all"),
+        default="all",
+        help="desk: the desks' weekday traffic; abuse: that and a stranger's; unhealthy: the desks' traffic and "
+        "an image whose model load hangs (default: all)",
+    )
+    fleet.add_argument("--desks", type=int, default=1, help="desks, each with its own stack (default: 1)")
+    fleet.add_argument("--days", type=int, default=30, help="simulated days from a Monday (default: 30)")
+    fleet.add_argument("--seed", type=int, default=42, help="the random seed: the same seed, the same table (42)")
+    fleet.add_argument("--json", action="store_true", help="print one JSON object per scenario")
+    fleet.add_argument(
+        "--parameter",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a template parameter other than its default, as sam deploy's overrides (repeatable)",
+    )
+    fleet.add_argument(
+        "--shared-realizer",
+        action="store_true",
+        help="all desks on one realizer service (issue 42, item 3), not one each",
+    )
+    fleet.add_argument(
+        "--conversations", type=int, help="conversations a desk an open day, 6 turns each (default: 100)"
+    )
+    fleet.add_argument(
+        "--generated-share", type=_share, help="share of turns the model words (default: the pack's scripted turns')"
+    )
+    fleet.add_argument(
+        "--timing",
+        action="append",
+        metavar="NAME=SECONDS",
+        help="a time the template does not set, e.g. load_s=180-300 or job_s=2-3 (devstack.fleet.Timings; repeatable)",
+    )
+    fleet.add_argument("--instance-type", help="the GPU type that has capacity (default: the template's first)")
+    fleet.add_argument("--template", help="the SAM template to read (default: template.yaml)")
+    fleet.add_argument(
+        "--pack",
+        metavar="DIR",
+        help="the desk whose hours and share of generated turns drive the traffic (default: data/packs.toml's)",
+    )
+    fleet.set_defaults(run=_fleet)
 
     args = parser.parse_args(argv)
     return int(args.run(args))
