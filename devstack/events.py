@@ -39,6 +39,12 @@ STAFF_ROUTES = (
 """The staff API's routes (StaffApiFunction's events): each behind the JWT authorizer."""
 ROUTES = TURN_ROUTES + STAFF_ROUTES
 
+ORIGIN_VERIFY_HEADER = "x-origin-verify"  # dialogue.aws.api's: the header CloudFront adds
+LOCAL_ORIGIN_VERIFY = "local-origin-verify-not-a-secret"
+"""The X-Origin-Verify value of a local run: what `local_stack` accepts (ORIGIN_VERIFY, in place of the
+deployed functions' secret), what events/env.json gives `sam local invoke`, and what `http_event` adds, as
+CloudFront adds the stack's value in AWS. Nothing deployed accepts it."""
+
 
 @dataclass(frozen=True)
 class FakeLambdaContext:
@@ -75,12 +81,14 @@ def http_event(
     query: str = "",
     json_content_type: bool = True,
     claims: dict[str, str] | None = None,
+    origin_verify: str | None = LOCAL_ORIGIN_VERIFY,
 ) -> dict[str, Any]:
     """An HTTP API payload-2.0 event. `body` is sent as JSON; `raw_body` is sent as given.
 
     `query` is the raw query string (without `?`); `json_content_type=False` sends `headers` alone,
     as a real client's request arrives, instead of adding `content-type: application/json`. `claims`
-    are a verified token's, as the JWT authorizer passes them on.
+    are a verified token's, as the JWT authorizer passes them on. `origin_verify` is the X-Origin-Verify
+    value CloudFront would add (None: a request that came past CloudFront); `headers` may override it.
     """
     route_key, parameters = _route_key(method, path)
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
@@ -89,7 +97,11 @@ def http_event(
         "routeKey": route_key,
         "rawPath": path,
         "rawQueryString": query,
-        "headers": {**({"content-type": "application/json"} if json_content_type else {}), **(headers or {})},
+        "headers": {
+            **({"content-type": "application/json"} if json_content_type else {}),
+            **({ORIGIN_VERIFY_HEADER: origin_verify} if origin_verify is not None else {}),
+            **(headers or {}),
+        },
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",

@@ -35,9 +35,12 @@ class Fault(StrEnum):
 # The error each fault answers with: (HTTP status, code by service). A transaction's conflicts and
 # conditional failures arrive as TransactionCanceledException with a reason per item.
 _ERRORS: dict[Fault, tuple[int, dict[str, str]]] = {
-    Fault.THROTTLING: (400, {"dynamodb": "ThrottlingException", "sqs": "ThrottlingException"}),
-    Fault.INTERNAL_ERROR: (500, {"dynamodb": "InternalServerError", "sqs": "InternalError"}),
-    Fault.UNAVAILABLE: (503, {"dynamodb": "ServiceUnavailable", "sqs": "ServiceUnavailable"}),
+    Fault.THROTTLING: (400, {"dynamodb": "ThrottlingException", "sqs": "ThrottlingException", "s3": "SlowDown"}),
+    Fault.INTERNAL_ERROR: (500, {"dynamodb": "InternalServerError", "sqs": "InternalError", "s3": "InternalError"}),
+    Fault.UNAVAILABLE: (
+        503,
+        {"dynamodb": "ServiceUnavailable", "sqs": "ServiceUnavailable", "s3": "ServiceUnavailable"},
+    ),
     Fault.CONDITIONAL_FAILURE: (400, {"dynamodb": "ConditionalCheckFailedException"}),
 }
 _CANCELLATION_CODE = {
@@ -74,8 +77,8 @@ class FaultInjector:
 
     def inject(self, operation: str, fault: Fault, *, skip: int = 0, times: int = 1) -> Cue:
         service, _, name = operation.partition(".")
-        if service not in ("dynamodb", "sqs") or not name:
-            raise ValueError("name a DynamoDB or SQS operation as service.OperationName, e.g. sqs.SendMessage")
+        if service not in ("dynamodb", "sqs", "s3") or not name:
+            raise ValueError("name a DynamoDB, SQS or S3 operation as service.OperationName, e.g. sqs.SendMessage")
         transaction = name.startswith("Transact")
         if fault is Fault.TRANSACTION_CONFLICT and not transaction:
             raise ValueError("only a transaction meets a transaction conflict")

@@ -176,15 +176,21 @@ class Gateway:
             return Reply(page.status, page.headers, page.body)
         event_headers = _event_headers(headers)
         event_headers.pop(ORIGIN_VERIFY_HEADER, None)  # as CloudFront does: its own value, never the client's
-        if self._origin_verify:
-            event_headers[ORIGIN_VERIFY_HEADER] = self._origin_verify
         staff = is_staff_path(path)
         claims = None
         if staff:  # API Gateway's JWT authorizer, before the function
             claims = self._stack.authorizer.claims(event_headers.get("authorization"))
             if claims is None:
                 return _json_reply(HTTPStatus.UNAUTHORIZED, unauthorized_body(), [("WWW-Authenticate", "Bearer")])
-        event = http_event(method, path, query=query, headers=event_headers, json_content_type=False, claims=claims)
+        event = http_event(
+            method,
+            path,
+            query=query,
+            headers=event_headers,
+            json_content_type=False,
+            claims=claims,
+            origin_verify=self._origin_verify,
+        )
         cookies = [value for name, value in headers if name.lower() == "cookie"]
         if cookies:
             event["cookies"] = [c.strip() for value in cookies for c in value.split(";") if c.strip()]

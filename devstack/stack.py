@@ -27,7 +27,7 @@ from botocore.config import Config
 from moto import mock_aws
 
 from devstack.auth import JwtAuthorizer, LocalIssuer
-from devstack.events import FakeLambdaContext, http_event, sqs_event
+from devstack.events import LOCAL_ORIGIN_VERIFY, FakeLambdaContext, http_event, sqs_event
 from devstack.faults import FaultInjector
 from devstack.moto_transactions import light_transaction_snapshots
 from devstack.reads import ItemReads
@@ -45,7 +45,8 @@ STREAM_BATCH_SIZE = 10  # the dispatch mapping's BatchSize in template.yaml
 STREAM_MAX_RECORD_AGE = 3600  # its MaximumRecordAgeInSeconds: then a record goes to DispatchFailureQueue
 SWEEP_INTERVAL = 300  # the sweeper's schedule in template.yaml: rate(5 minutes)
 
-ORIGIN_VERIFY = "ORIGIN_VERIFY"  # the value CloudFront's X-Origin-Verify header must hold (dialogue.aws.api)
+ORIGIN_VERIFY = "ORIGIN_VERIFY"  # the local value CloudFront's X-Origin-Verify header must hold (dialogue.aws.origin)
+ORIGIN_VERIFY_SECRET_ARN = "ORIGIN_VERIFY_SECRET_ARN"  # the deployed functions' secret: never set locally
 _ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -148,6 +149,9 @@ class LocalStack:
     # API conversation id -> a label of the caller's (a scripted conversation id), for canned replies.
     labels: dict[str, str] = field(default_factory=dict)
     last_sweep_ms: float | None = None
+    # The X-Origin-Verify value the handlers accept (local_stack's `origin_verify`), which call_api and
+    # call_staff_api add as CloudFront does; None: no value set, and every API request is refused.
+    origin_verify: str | None = LOCAL_ORIGIN_VERIFY
     # The DynamoDB items every client reads, counted inside `stack.reads.counting()` (devstack.reads).
     reads: ItemReads = field(default_factory=ItemReads)
     s3: Any = None  # the audit bucket's client (AUDIT_BUCKET)
@@ -163,10 +167,14 @@ class LocalStack:
         raw_body: str | None = None,
         headers: dict[str, str] | None = None,
         query: str = "",
+        via_cloudfront: bool = True,
     ) -> ApiResponse:
+        """A turn API request as it arrives through CloudFront, with the stack's X-Origin-Verify value
+        (`headers` may override it); `via_cloudfront=False` for one sent past CloudFront, without it."""
         import turn_api
 
-        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query)
+        origin = self.origin_verify if via_cloudfront else None
+        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query, origin_verify=origin)
         with self._captured():
             result = turn_api.lambda_handler(event, FakeLambdaContext(function_name="turn_api"))
         return _api_response(result)
@@ -188,16 +196,21 @@ class LocalStack:
         query: str = "",
         raw_body: str | None = None,
         headers: dict[str, str] | None = None,
+        via_cloudfront: bool = True,
     ) -> ApiResponse:
         """A staff API request as it arrives through API Gateway: the bearer token (`token`, or one issued
-        to `staff`; None for neither) is checked by the JWT authorizer first, 401 when it fails."""
+        to `staff`; None for neither) is checked by the JWT authorizer first, 401 when it fails. It carries
+        the stack's X-Origin-Verify value unless `via_cloudfront=False` (`headers` may override it)."""
         import staff_api
 
         bearer = token if token is not None else (self.staff_token(staff) if staff is not None else None)
         claims = self.authorizer.claims(f"Bearer {bearer}" if bearer else None)
         if claims is None:
             return ApiResponse(status=401, body=unauthorized_body(), headers={"content-type": "application/json"})
-        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query, claims=claims)
+        origin = self.origin_verify if via_cloudfront else None
+        event = http_event(
+            method, path, body, raw_body=raw_body, headers=headers, query=query, claims=claims, origin_verify=origin
+        )
         with self._captured():
             result = staff_api.lambda_handler(event, FakeLambdaContext(function_name="staff_api"))
         return _api_response(result)
@@ -521,15 +534,16 @@ def local_stack(
     model: str | None = None,
     revision: str | None = None,
     start: datetime | None = None,
-    origin_verify: str | None = None,
+    origin_verify: str | None = LOCAL_ORIGIN_VERIFY,
 ) -> Iterator[LocalStack]:
     """Start moto, create the resources, point the handlers at them, and yield the stack.
 
     `realizer` names the engine (see devstack.realizers), with `model` and `revision` for the model
     engines; `engine` passes one already built. With `start`, the clock stands at that time until
-    advanced (QueueClock). With `origin_verify`, the turn and staff handlers refuse a request whose
-    X-Origin-Verify header does not hold it, as the deployed functions do (CloudFront adds it; `devstack
-    serve` plays CloudFront); without, they check nothing.
+    advanced (QueueClock). The turn and staff handlers refuse a request whose X-Origin-Verify header does
+    not hold `origin_verify` (ORIGIN_VERIFY, the local stand-in for the deployed functions' secret), as
+    the deployed functions do; call_api and call_staff_api add it, as CloudFront does (`devstack serve`
+    plays CloudFront with its own value). With None, no value is set and every API request is refused.
     """
     from devstack.realizers import build_realizer
     from dialogue.aws.factory import reset_caches
@@ -545,10 +559,12 @@ def local_stack(
         "DISPATCH_FAILURE_QUEUE_URL",
         "CONTACT_KEY_ID",
         ORIGIN_VERIFY,
+        ORIGIN_VERIFY_SECRET_ARN,
     )
     saved = {name: os.environ.get(name) for name in set_here}
     os.environ.update(_ENVIRONMENT)
-    if origin_verify:
+    os.environ.pop(ORIGIN_VERIFY_SECRET_ARN, None)
+    if origin_verify is not None:
         os.environ[ORIGIN_VERIFY] = origin_verify
     else:
         os.environ.pop(ORIGIN_VERIFY, None)
@@ -628,6 +644,7 @@ def local_stack(
                 sent_messages=sent,
                 labels=labels,
                 s3=s3,
+                origin_verify=origin_verify,
             )
     finally:
         reset_caches()

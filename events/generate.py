@@ -103,6 +103,10 @@ CORRECTION = "Classes meet Monday and Wednesday evenings; a seat is held only af
 HANDOFF_REPLY = "Hello, this is the enrollment desk. We will call you today by the channel you choose."
 
 
+ORIGIN_CHECKED = ("TurnApiFunction", "StaffApiFunction")
+"""The functions that refuse a request without the origin-verify value (dialogue.aws.origin)."""
+
+
 def placeholder(output_key: str) -> str:
     """The env.json value standing for a stack output."""
     return f"<output:{output_key}>"
@@ -332,10 +336,19 @@ def build_events() -> Iterator[tuple[str, Any]]:
         "api-unknown-conversation.json",
         _http("unknown-conversation", "POST", f"/conversations/{UNKNOWN_CONVERSATION_ID}/turns", {"text": "Hello."}),
     )
+    from devstack.events import LOCAL_ORIGIN_VERIFY
+
+    # The API functions' origin check, set deliberately for a local run: no secret (its ARN empty, so
+    # nothing reads Secrets Manager) and the local value the sample events carry as X-Origin-Verify, as
+    # CloudFront adds the stack's value in AWS. Without them every sample API event would be refused.
+    local_origin = {"ORIGIN_VERIFY_SECRET_ARN": "", "ORIGIN_VERIFY": LOCAL_ORIGIN_VERIFY}
     yield (
         "env.json",
         {
-            function: {name: placeholder(output) for name, output in variables.items()}
+            function: {
+                **{name: placeholder(output) for name, output in variables.items()},
+                **(local_origin if function in ORIGIN_CHECKED else {}),
+            }
             for function, variables in ENV_PLACEHOLDERS.items()
         },
     )

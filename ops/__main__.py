@@ -2,6 +2,7 @@
 
 preflight [--region R] [--domain-prefix P] [--alarm-email A] [--fix]   the account, before the first deploy
 verify-audit --stack NAME [--region R] [--conversation ID]   the staff audit's chains and WORM copies
+rotate-origin-secret --stack NAME [--region R]              a new origin-verify value, no request refused
 smoke --stack NAME | --api-url URL [...]                     one resident turn to its reply
 teardown --stack NAME [--region R] [--yes]                   empty what blocks deletion, delete the stack
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-COMMANDS = ("preflight", "verify-audit", "smoke", "teardown")
+COMMANDS = ("preflight", "verify-audit", "rotate-origin-secret", "smoke", "teardown")
 
 
 def _command(name: str) -> Callable[[list[str]], int]:
@@ -26,6 +27,10 @@ def _command(name: str) -> Callable[[list[str]], int]:
         from ops.verify_audit import main as verify_audit
 
         return lambda argv: verify_audit(argv)
+    if name == "rotate-origin-secret":
+        from ops.rotate_origin_secret import main as rotate_origin_secret
+
+        return lambda argv: rotate_origin_secret(argv)
     if name == "smoke":
         from ops.smoke import main as smoke
 

@@ -5,10 +5,14 @@
 The stack's ConversationTable and AuditBucket are found by their logical ids (ListStackResources). Every
 audit link in the table is read (a Scan filtered to the `AUDIT#` partitions; with --conversation, one
 Query), each turn's hash chain is verified (dialogue.audit_chain: a changed link, a missing link, a
-broken prev_hash), and, when the bucket exists, each link is compared with the first version of its
-copy under Object Lock (a link that differs, a link without a copy, a copy whose link is gone, a copy
-written twice). One line per problem, then a summary; exit 1 on any problem, or with one sentence when
-AWS cannot be read. Audit items written before the chain existed are counted, not verified.
+broken prev_hash), and each link is compared with the first version of its copy under Object Lock (a link
+that differs, a link without a copy, a copy whose link is gone, a copy written twice). The copy is the
+record: the staff role could overwrite a table link with a plain PutItem (IAM cannot require the code's
+condition), never a copy. So without the bucket there is nothing to verify against, and the command fails.
+Every item under an `AUDIT#` partition is checked: one whose sort key is not a link's is a problem. A link
+or copy past its retention (`expires_at`) is not reported: the TTL and the bucket's lifecycle remove them
+in their own time. One line per problem, then a summary; exit 1 on any problem, or with one sentence when
+AWS cannot be read or the bucket is missing.
 """
 
 from __future__ import annotations
@@ -38,17 +42,12 @@ class Report:
 
     links: int = 0
     chains: int = 0
-    unchained: int = 0
-    copies: int | None = None  # None: no bucket to compare with
+    copies: int = 0
     problems: list[Problem] = field(default_factory=list)
 
     def summary(self) -> str:
-        compared = (
-            f"compared with {self.copies} WORM copies" if self.copies is not None else "no audit bucket to compare"
-        )
-        older = f", {self.unchained} audit items from before the chain not verifiable" if self.unchained else ""
         found = f"{len(self.problems)} problems" if self.problems else "no problem"
-        return f"{self.links} links in {self.chains} chains, {compared}{older}: {found}"
+        return f"{self.links} links in {self.chains} chains, compared with {self.copies} WORM copies: {found}"
 
 
 def stack_resources(cloudformation: Any, stack: str) -> tuple[str, str | None]:
@@ -81,21 +80,24 @@ def bucket_exists(s3: Any, bucket: str) -> bool:
 def verify(
     dynamodb: Any, table: str, s3: Any, bucket: str | None, conversation_id: str | None, now: float | None = None
 ) -> Report:
-    """Read the table's links (and the bucket's copies when it exists) and verify them."""
+    """Read the table's links and the bucket's copies, and verify them. VerifyFailure when there is no
+    bucket to compare with: the chain alone proves nothing against a rewrite that recomputes its hashes."""
+    if not bucket or s3 is None:
+        raise VerifyFailure(f"cannot verify the audit: no {BUCKET} to compare the table with (the record)")
     try:
         read = read_table_links(dynamodb, table, conversation_id)
     except AWS_ERRORS as error:
         raise VerifyFailure(f"reading the audit items of the table {table} failed ({aws_reason(error)})") from None
-    report = Report(links=len(read.links), chains=len(chains(read.links)), unchained=read.unchained)
-    report.problems = verify_links(read.links, now=now)
-    if bucket and s3 is not None:
-        try:
-            if bucket_exists(s3, bucket):
-                copies, rewritten = read_copies(s3, bucket, conversation_id)
-                report.copies = len(copies)
-                report.problems.extend(compare_copies(read.links, copies, rewritten=rewritten, now=now))
-        except AWS_ERRORS as error:
-            raise VerifyFailure(f"reading the audit bucket {bucket} failed ({aws_reason(error)})") from None
+    report = Report(links=len(read.links), chains=len(chains(read.links)))
+    report.problems = [*read.strays, *verify_links(read.links, now=now)]
+    try:
+        if not bucket_exists(s3, bucket):
+            raise VerifyFailure(f"cannot verify the audit: the audit bucket {bucket} does not exist")
+        copies, rewritten = read_copies(s3, bucket, conversation_id)
+    except AWS_ERRORS as error:
+        raise VerifyFailure(f"reading the audit bucket {bucket} failed ({aws_reason(error)})") from None
+    report.copies = len(copies)
+    report.problems.extend(compare_copies(read.links, copies, rewritten=rewritten, now=now))
     return report
 
 

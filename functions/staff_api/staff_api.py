@@ -7,7 +7,9 @@ never a Scan. Every claim, release, decision, reply, close, look at a contact fo
 record appends an audit item: the next link of that turn's hash chain (dialogue.audit_chain: each link
 holds the hash of the one before), in the same transaction as the change, then copied once to the WORM
 audit bucket (S3 Object Lock; a failed copy is logged and counted as AuditCopyFailed, never the request's
-failure). `GET /staff/audit` shows a turn's trail, oldest first, and whether its chain verifies.
+failure; the sweeper repairs it). `GET /staff/audit` shows a turn's trail, oldest first, compared with
+its write-once copies (the record: the staff role could overwrite a table link, never a copy), and says
+what it checked; it is `verified` only against the copies.
 Staff text is kept only as staff messages and never logged; resident text is never here at all.
 """
 
@@ -38,6 +40,7 @@ from dialogue.aws.api import (
 )
 from dialogue.aws.factory import get_desk_store, get_sealer
 from dialogue.aws.observability import logger, metrics, tracer
+from dialogue.aws.origin import forget_origin_values
 from dialogue.aws.stores import DynamoDeskStore
 from dialogue.desk import (
     DecisionRequest,
@@ -57,6 +60,7 @@ from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
 from staff_models import (
+    AuditChecked,
     AuditEntry,
     AuditTrail,
     ClaimReleased,
@@ -445,16 +449,35 @@ def _log(what: str, queue: Queue, conversation_id: UUID, turn_id: int, **extra: 
 @app.get(
     "/staff/audit",
     responses={
-        **success(HTTPStatus.OK, AuditTrail, "The turn's audit trail, oldest first, and whether it verifies."),
-        **errors(400, 401, 403),
+        **success(
+            HTTPStatus.OK,
+            AuditTrail,
+            "The turn's audit trail, oldest first, what it was checked against, and whether it verifies.",
+        ),
+        **errors(400, 401, 403, 503),
     },
 )
 def audit_trail(conversation_id: AuditConversation, turn_id: AuditTurn) -> AuditTrail:
-    links = _store().audit_trail(conversation_id, turn_id)
-    problems = audit_chain.verify_chain(links, now=_now().timestamp())
+    """The table's links compared with their write-once copies (a link changed, removed or added there,
+    hashes recomputed or not, differs from the record) and their hash chain verified; without a bucket,
+    the chain alone, and never `verified`."""
+    store = _store()
+    links = store.audit_trail(conversation_id, turn_id)
+    found = store.turn_copies(conversation_id, turn_id)
+    now = _now().timestamp()
+    problems = audit_chain.verify_chain(links, now=now)
+    if found is not None:
+        copies, rewritten = found
+        problems.extend(audit_chain.compare_copies(links, copies, rewritten=rewritten, now=now))
+    checked = AuditChecked(
+        against="write_once_copy" if found is not None else "hash_chain_only",
+        links=len(links),
+        copies=len(found[0]) if found is not None else None,
+        problems=len(problems),
+    )
     if problems:
         logger.warning(
-            "audit chain does not verify",
+            "audit trail does not verify",
             conversation_id=str(conversation_id),
             turn_id=turn_id,
             problems=len(problems),
@@ -463,7 +486,10 @@ def audit_trail(conversation_id: AuditConversation, turn_id: AuditTurn) -> Audit
     metrics.add_metric(name="StaffAuditTrailsRead", unit=MetricUnit.Count, value=1)
     me = _staff().subject
     entries = [_audit_entry(link, me) for link in sorted(links, key=lambda link: int(link.get("seq") or 0))]
-    return AuditTrail(conversation_id=conversation_id, turn_id=turn_id, items=entries, verified=not problems)
+    verified = found is not None and not problems
+    return AuditTrail(
+        conversation_id=conversation_id, turn_id=turn_id, items=entries, checked=checked, verified=verified
+    )
 
 
 def _audit_entry(link: dict[str, Any], me: str) -> AuditEntry:
@@ -593,7 +619,9 @@ install_error_handlers(
 )  # fmt: skip
 
 
-register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
+# SnapStart: the pack is loaded before the snapshot, and the origin-verify values are read afresh after
+# each restore (dialogue.snapstart, dialogue.aws.origin).
+register_snapshot_hooks(after_restore=(forget_origin_values,))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

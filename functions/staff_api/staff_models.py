@@ -4,6 +4,7 @@ documents its errors."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -103,13 +104,27 @@ class AuditEntry(BaseModel):
     hash: str  # the link's SHA-256, which the next link's prev_hash repeats
 
 
+class AuditChecked(BaseModel):
+    """What a trail was checked against. `write_once_copy`: the table's links were compared, link by link,
+    with their copies in the Object-Locked audit bucket (the record: a link rewritten, removed or added in
+    the table differs from it), and each chain's hashes verified. `hash_chain_only`: no audit bucket is
+    configured, so only the chain's hashes were verified, which a rewrite that recomputes them passes."""
+
+    against: Literal["write_once_copy", "hash_chain_only"]
+    links: int  # the table's links of this item
+    copies: int | None  # its write-once copies found; None: no bucket to look in
+    problems: int  # what the checks found wrong (a changed, missing or extra link, a copy written twice)
+
+
 class AuditTrail(BaseModel):
-    """An item's audit trail, oldest first; `verified`: its hash chain is whole (no link changed, missing or
-    out of order). An item no one has acted on has an empty trail."""
+    """An item's audit trail, oldest first, and what it was checked against. `verified` is true only when
+    the trail was compared with its write-once copies and nothing was wrong; never on the hash chain
+    alone. An item no one has acted on has an empty trail (and no copies)."""
 
     conversation_id: UUID
     turn_id: int
     items: list[AuditEntry]
+    checked: AuditChecked
     verified: bool
 
 

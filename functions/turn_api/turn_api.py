@@ -42,6 +42,7 @@ from dialogue.aws.api import (
 )
 from dialogue.aws.factory import get_sealer, get_store
 from dialogue.aws.observability import logger, metrics, tracer
+from dialogue.aws.origin import forget_origin_values
 from dialogue.errors import InvalidIdempotencyKey, SealUnavailable
 from dialogue.idempotency import IDEMPOTENCY_HEADER, valid_key
 from dialogue.pack import get_pack
@@ -255,7 +256,9 @@ def _validation_code(problems: list[dict[str, Any]]) -> ErrorCode:
 install_error_handlers(app, _validation_code, ("conversation_id", "turn_id", "text", "after", "detail", "note"))
 
 
-register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
+# SnapStart: the pack is loaded before the snapshot, and the origin-verify values are read afresh after
+# each restore (dialogue.snapstart, dialogue.aws.origin).
+register_snapshot_hooks(after_restore=(forget_origin_values,))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

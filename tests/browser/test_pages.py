@@ -759,7 +759,8 @@ def test_the_open_item_shows_its_trail_of_who_did_what_and_that_it_verifies(
     stamp = rows.first.locator("time").get_attribute("datetime") or ""
     assert stamp[:4].isdigit() and "T" in stamp  # a machine-readable time, shown in the reader's own words
     expect(ana.page.locator("#trail-verified")).to_have_text(
-        "Verified: each step is chained to the one before, and none was changed or removed."
+        "Verified against the write-once copy: every step matches its locked copy and is chained to the one "
+        "before; none was changed, added or removed."
     )
     # The trail holds who, when and what: never the reply's words
     assert STAFF_REPLY not in (trail.text_content() or "")

@@ -35,6 +35,7 @@ DEV_STAMP = ".venv/.installed"
 OPS_TARGETS = {
     "preflight": (),
     "verify-audit": ("STACK=enrollment-desk",),
+    "rotate-origin-secret": ("STACK=enrollment-desk",),
     "smoke": ("STACK=enrollment-desk",),
     "teardown": ("STACK=enrollment-desk",),
     "publish-pages": ("STACK=enrollment-desk",),
@@ -49,6 +50,7 @@ ENTRY_POINTS = tuple(
         "ops/__main__.py",
         "ops/preflight.py",
         "ops/verify_audit.py",
+        "ops/rotate_origin_secret.py",
         "ops/smoke.py",
         "ops/teardown.py",
         "realizer_container/image.py",
@@ -60,6 +62,7 @@ HELP_COMMANDS = (
     ("-m", "ops"),
     ("-m", "ops", "preflight"),
     ("-m", "ops", "verify-audit"),
+    ("-m", "ops", "rotate-origin-secret"),
     ("-m", "ops", "smoke"),
     ("-m", "ops", "teardown"),
     ("-m", "ops.smoke"),

@@ -352,7 +352,7 @@ def test_a_quota_aws_refuses_to_show_names_the_permission(aws: None) -> None:
 # --- Lambda's concurrency ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("limit", "ok"), [(10, False), (20, False), (21, True), (1000, True)])
+@pytest.mark.parametrize(("limit", "ok"), [(10, False), (172, False), (173, True), (1000, True)])
 def test_the_lambda_quota_warns_below_the_functions_busiest_moment_and_never_fails(
     aws: None, limit: int, ok: bool
 ) -> None:
@@ -364,18 +364,18 @@ def test_the_lambda_quota_warns_below_the_functions_busiest_moment_and_never_fai
     if ok:
         assert line == (
             f"ok    the Lambda concurrency quota in {REGION} is {limit}, at least the functions' busiest moment, "
-            "about 21 at once (the template reserves none)."
+            "about 173 at once (the template reserves none)."
         )
     else:
         assert line.startswith(
             f"warn  the Lambda concurrency quota in {REGION} is {limit}, below the functions' busiest moment, "
-            "about 21 at once (ConversationApi's 23 routes (137 requests/s x 0.1 s): 13.7, "
+            "about 173 at once (ConversationApi's 23 routes (1660 requests/s x 0.1 s): 166, "
             "ScreenReplyEventSource's queue: 5, DispatchTurnFunctionPendingTurns's stream: 1, "
             "SweepTurnsFunction's schedule: 1): no deploy needs it (the template reserves none)"
         )
         assert (
             "Fix: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 "
-            f"--desired-value 100 --region {REGION}"
+            f"--desired-value 200 --region {REGION}"
         ) in line
 
 
@@ -383,16 +383,16 @@ def test_the_template_s_busiest_moment_counts_each_source_of_invocations() -> No
     facts = preflight.template_facts(preflight.load_template(TEMPLATE))
     parts = dict(facts.lambda_peak)
     # Each route at its steady rate (not its burst) for a warm invocation's 0.1 s: the template's
-    # RouteSettings, 72 requests/s for the residents' six routes and 65 for the staff's seventeen.
-    assert parts["ConversationApi's 23 routes (137 requests/s x 0.1 s)"] == pytest.approx(13.7)
+    # RouteSettings, 300 requests/s for the residents' six routes and 1,360 for the staff's seventeen.
+    assert parts["ConversationApi's 23 routes (1660 requests/s x 0.1 s)"] == pytest.approx(166)
     assert parts["DispatchTurnFunctionPendingTurns's stream"] == 1  # the dispatch function's stream mapping
     assert parts["SweepTurnsFunction's schedule"] == 1
     assert parts["ScreenReplyEventSource's queue"] == 5  # the screen queue's MaximumConcurrency
-    assert facts.lambda_peak_total == 21
-    # Nothing reserved or provisioned: the deploy takes nothing out of the quota; ask for Lambda's 100.
+    assert facts.lambda_peak_total == 173
+    # Nothing reserved or provisioned: the deploy takes nothing out of the quota; ask for the peak, rounded up.
     assert facts.lambda_reserved == ()
     assert facts.lambda_deploy_need == 0
-    assert facts.lambda_ask == 100
+    assert facts.lambda_ask == 200
 
 
 def test_the_busiest_moment_grows_with_the_template() -> None:

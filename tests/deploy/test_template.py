@@ -386,10 +386,19 @@ def test_the_resident_side_roles_reach_conversation_partitions_only(template: di
 
     on_table = [s for s in statements if any(on_conversations(r) for r in as_list(s["Resource"]))]
     assert on_table, function
+    audit_copy_repair = {  # the sweeper's alone: the pending-copy markers read and cleared, audit links read
+        (("dynamodb:DeleteItem", "dynamodb:Query"), "ForAllValues:StringEquals", "AUDITCOPY#pending"),
+        (("dynamodb:Query",), "ForAllValues:StringLike", "AUDIT#*"),
+    }
     for statement in on_table:
         assert statement["Effect"] == "Allow"
-        assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONV#*"]}}
         assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem"} & set(as_list(statement["Action"]))
+        if statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONV#*"]}}:
+            continue
+        assert function == "SweepTurnsFunction", statement
+        ((operator, keys),) = statement["Condition"].items()
+        (leading,) = keys["dynamodb:LeadingKeys"]
+        assert (tuple(sorted(as_list(statement["Action"]))), operator, leading) in audit_copy_repair, statement
 
 
 def test_the_tables_are_the_ones_devstack_tests_run_on(template: dict[str, Any]) -> None:
@@ -502,10 +511,11 @@ KNOWN_METRICS = {
     "AWS/ApiGateway": {"Count", "4xx", "5xx"},
     # The group's MetricsCollection.
     "AWS/AutoScaling": {"GroupDesiredCapacity", "GroupInServiceInstances", "GroupPendingInstances"},
-    # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code.
+    # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code and
+    # their layer's (the staff store counts a failed audit copy).
     "EnrollmentDesk": {
         name
-        for path in (ROOT / "functions").rglob("*.py")
+        for path in [*(ROOT / "functions").rglob("*.py"), *(ROOT / "layers" / "dialogue" / "dialogue").rglob("*.py")]
         for name in re.findall(r'add_metric\(name="(\w+)"', path.read_text())
     },
 }
@@ -1122,11 +1132,14 @@ def test_each_function_may_make_its_own_store_calls_and_no_more(template: dict[s
             "dynamodb:PutItem",
             "dynamodb:ConditionCheckItem",
             "dynamodb:Query",
+            # a pending audit copy's marker, once its copy is written (its partition only)
+            "dynamodb:DeleteItem",
         },
         "ScreenReplyFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         "DispatchTurnFunction": set(),
-        # It finalizes as the screen function does (an Update and a Put in a transaction), reads no item.
-        "SweepTurnsFunction": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        # It finalizes as the screen function does (an Update and a Put in a transaction), and repairs the
+        # audit's pending copies: their markers queried and removed, a marker's links queried.
+        "SweepTurnsFunction": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:DeleteItem"},
     }
     for name, actions in needed.items():
         granted = {
@@ -1204,7 +1217,7 @@ def test_the_sweeper_runs_every_five_minutes_on_the_pending_turn_index_and_is_al
     assert event["Type"] == "ScheduleV2"
     assert event["Properties"]["ScheduleExpression"] == f"rate({SWEEP_INTERVAL // 60} minutes)"
     statements = list(iam_statements(props["Policies"]))
-    (query,) = [s for s in statements if "dynamodb:Query" in as_list(s["Action"])]
+    (query,) = [s for s in statements if "dynamodb:Query" in as_list(s["Action"]) and "index" in str(s["Resource"])]
     assert query["Resource"] == {"Fn::Sub": f"${{ConversationTable.Arn}}/index/{PENDING_TURN_INDEX}"}
     indexes = {
         index["IndexName"]: [key["AttributeName"] for key in index["KeySchema"]]

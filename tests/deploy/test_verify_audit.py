@@ -204,3 +204,44 @@ def test_a_stack_without_the_table_or_a_missing_stack_fails_with_one_sentence(
     error = capsys.readouterr().err.strip()
     assert error.startswith("verify-audit: looking up the resources of the stack no-such-stack failed (")
     assert error.count("\n") == 0 and error.endswith(".")
+
+
+def test_without_an_audit_bucket_to_compare_it_fails_with_one_line(
+    aws: dict[str, Any], written: tuple[UUID, UUID], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The chain alone proves nothing against a rewrite that recomputes its hashes: no bucket, no verdict."""
+    without = {"Resources": {"ConversationTable": STACK_TEMPLATE["Resources"]["ConversationTable"]}}
+    without = json.loads(json.dumps(without).replace(TABLE, "other-conversations"))
+    aws["cloudformation"].create_stack(StackName="no-bucket", TemplateBody=json.dumps(without))
+    out = io.StringIO()
+    assert verify_audit.main(["--stack", "no-bucket", "--region", REGION], out=out) == 1
+    error = capsys.readouterr().err.strip()
+    assert error == "verify-audit: cannot verify the audit: no AuditBucket to compare the table with (the record)."
+    assert out.getvalue() == ""
+    # a bucket the stack names but that is gone
+    with pytest.raises(verify_audit.VerifyFailure, match="the audit bucket gone-bucket does not exist"):
+        verify_audit.verify(aws["dynamodb"], TABLE, aws["s3"], "gone-bucket", None)
+
+
+def test_every_item_under_the_audits_keys_is_checked(aws: dict[str, Any], written: tuple[UUID, UUID]) -> None:
+    """An item under an AUDIT# partition whose sort key is not a link's is a problem, not a count."""
+    conversation_id = written[0]
+    stray = {"pk": {"S": f"AUDIT#{conversation_id}"}, "sk": {"S": "TURN#1#claim"}, "staff": {"S": "sub-ana"}}
+    aws["dynamodb"].put_item(TableName=TABLE, Item=stray)
+    code, lines = run()
+    assert code == 1
+    assert lines == [
+        f"verify-audit: conversation {conversation_id}: an item whose sort key is not a link's ('TURN#1#claim') "
+        "is under the audit's keys",
+        "verify-audit: 16 links in 4 chains, compared with 16 WORM copies: 1 problems.",
+    ]
+
+
+def test_a_link_past_its_retention_is_not_reported_whether_or_not_its_copy_is_there(aws: dict[str, Any]) -> None:
+    """S3's lifecycle can take a copy up to two days before DynamoDB's TTL takes its link."""
+    conversation_id = uuid4()
+    write_chain(desk_store(aws, copies=False), conversation_id, 1)  # as if S3 had expired every copy
+    soon, later = datetime.now(UTC).timestamp(), (datetime.now(UTC) + timedelta(days=366)).timestamp()
+    report = verify_audit.verify(aws["dynamodb"], TABLE, aws["s3"], BUCKET, None, now=soon)
+    assert [p.what for p in report.problems] == ["has no WORM copy in the audit bucket"] * 4
+    assert verify_audit.verify(aws["dynamodb"], TABLE, aws["s3"], BUCKET, None, now=later).problems == []

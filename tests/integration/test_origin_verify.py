@@ -1,7 +1,9 @@
-"""Only CloudFront reaches the API: with ORIGIN_VERIFY set, as the stack sets it, the turn and staff
-functions refuse a request whose X-Origin-Verify header does not hold that value (a request sent straight
-to the execute-api endpoint, past CloudFront and its WAF) with one fixed 403, before anything of it is
-read, stored or logged. `devstack serve` plays CloudFront: it adds its own value to every API request."""
+"""Only CloudFront reaches the API: the turn and staff functions refuse a request whose X-Origin-Verify
+header does not hold an accepted value (a request sent straight to the execute-api endpoint, past
+CloudFront and its WAF) with one fixed 403, before anything of it is read, stored or logged. Here the
+accepted value is the local stack's ORIGIN_VERIFY, the deliberate local stand-in for the deployed
+functions' secret (tests/integration/test_origin_secret.py); with no value set, every request is refused.
+`devstack serve` plays CloudFront: it adds its own value to every API request."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from devstack.events import FakeLambdaContext, http_event
+from devstack.events import LOCAL_ORIGIN_VERIFY, FakeLambdaContext, http_event
 from devstack.serve import Gateway
-from devstack.stack import ORIGIN_VERIFY, LocalStack, local_stack
+from devstack.stack import ORIGIN_VERIFY, ORIGIN_VERIFY_SECRET_ARN, LocalStack, local_stack
 from dialogue.aws.api import ORIGIN_VERIFY_HEADER
 from dialogue.aws.factory import reset_caches
 
@@ -54,18 +56,20 @@ def test_a_turn_api_request_without_the_value_is_refused_and_nothing_is_stored(
     items_before = guarded.table_items()
     guarded.log_lines.clear()
     # When requests arrive without the value: a new conversation, a turn (with an idempotency key) and reads
+    past = {"via_cloudfront": False}  # sent straight to the API: the header is only what `headers` holds
     refused = [
-        guarded.call_api("POST", "/conversations", headers={**headers, "x-note": MARKER}),
+        guarded.call_api("POST", "/conversations", headers={**headers, "x-note": MARKER}, **past),
         guarded.call_api(
             "POST",
             f"/conversations/{conversation_id}/turns",
             {"text": f"{MARKER} wants the first course"},
             headers={**headers, "idempotency-key": MARKER},
+            **past,
         ),
-        guarded.call_api("GET", f"/conversations/{conversation_id}", headers=headers),
-        guarded.call_api("GET", f"/conversations/{conversation_id}/turns/1", headers=headers),
-        guarded.call_api("GET", f"/conversations/{MARKER}/messages", headers=headers),
-        guarded.call_api("GET", f"/{MARKER}", headers=headers),
+        guarded.call_api("GET", f"/conversations/{conversation_id}", headers=headers, **past),
+        guarded.call_api("GET", f"/conversations/{conversation_id}/turns/1", headers=headers, **past),
+        guarded.call_api("GET", f"/conversations/{MARKER}/messages", headers=headers, **past),
+        guarded.call_api("GET", f"/{MARKER}", headers=headers, **past),
     ]
     # Then each gets the same 403, one sentence that echoes nothing
     for response in refused:
@@ -102,12 +106,12 @@ def test_a_staff_api_request_without_the_value_is_refused_before_its_token_is_lo
 
     items_before = guarded.table_items()
     # A staff member's valid token does not help without the value
-    member = guarded.call_staff_api("GET", "/staff/stats", headers=headers)
+    member = guarded.call_staff_api("GET", "/staff/stats", headers=headers, via_cloudfront=False)
     assert (member.status, member.body) == (403, REFUSED)
-    action = guarded.call_staff_api("POST", f"/staff/handoffs/{MARKER}/1/claim", headers=headers)
+    action = guarded.call_staff_api("POST", f"/staff/handoffs/{MARKER}/1/claim", headers=headers, via_cloudfront=False)
     assert (action.status, action.body) == (403, REFUSED)
     # nor does its absence change the answer: the origin is checked first (no 401 that tells a prober more)
-    event = http_event("GET", "/staff/stats", headers=headers, claims=None)
+    event = http_event("GET", "/staff/stats", headers=headers, claims=None, origin_verify=None)
     result = staff_api.lambda_handler(event, FakeLambdaContext(function_name="staff_api"))
     assert result["statusCode"] == 403
     assert guarded.table_items() == items_before
@@ -123,19 +127,40 @@ def test_a_staff_api_request_with_the_value_goes_on(guarded: LocalStack) -> None
     assert (outsider.status, outsider.body["error"]) == (403, "NotStaff")
 
 
-def test_without_the_setting_nothing_is_checked(stack: LocalStack) -> None:
-    """devstack's handler tests and sam local set no ORIGIN_VERIFY: every request goes on."""
+def test_the_local_stack_accepts_its_local_value_as_cloudfront_would_send_it(stack: LocalStack) -> None:
+    """devstack's handler tests run with the local value set (ORIGIN_VERIFY), and call_api and
+    call_staff_api add it as CloudFront adds the stack's; a request without it is refused all the same."""
+    assert os.environ[ORIGIN_VERIFY] == LOCAL_ORIGIN_VERIFY and ORIGIN_VERIFY_SECRET_ARN not in os.environ
     assert stack.call_api("POST", "/conversations").status == 201
     assert stack.call_staff_api("GET", "/staff/stats").status == 200
+    assert stack.call_api("POST", "/conversations", via_cloudfront=False).status == 403
+    assert stack.call_staff_api("GET", "/staff/stats", via_cloudfront=False).status == 403
+
+
+@pytest.mark.parametrize("setting", [None, ""], ids=["missing", "empty"])
+def test_without_a_value_every_request_is_refused(setting: str | None) -> None:
+    """No setting, or an empty one, accepts nothing: whatever the header holds, even empty, is refused."""
+    with local_stack(origin_verify=setting) as stack:
+        assert os.environ.get(ORIGIN_VERIFY) == setting
+        for sent in (None, "", LOCAL_ORIGIN_VERIFY, "{{resolve:secretsmanager:OriginVerifySecret:SecretString}}"):
+            headers = {} if sent is None else {ORIGIN_VERIFY_HEADER: sent}
+            created = stack.call_api("POST", "/conversations", headers=headers, via_cloudfront=False)
+            assert (created.status, created.body) == (403, REFUSED), sent
+            listed = stack.call_staff_api("GET", "/staff/stats", headers=headers, via_cloudfront=False)
+            assert (listed.status, listed.body) == (403, REFUSED), sent
+        assert not [line for line in stack.log_lines if LOCAL_ORIGIN_VERIFY in line]
 
 
 def test_the_setting_is_the_stacks_own_and_goes_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """local_stack sets ORIGIN_VERIFY only when asked, and puts back what was there."""
+    """local_stack sets its ORIGIN_VERIFY and no secret's ARN, and puts back what was there."""
     monkeypatch.setenv(ORIGIN_VERIFY, "left-over")
+    monkeypatch.setenv(ORIGIN_VERIFY_SECRET_ARN, "arn:aws:secretsmanager:us-east-1:123456789012:secret:left-over")
     with local_stack() as stack:
-        assert stack.call_api("POST", "/conversations").status == 201  # not the shell's value
+        assert stack.call_api("POST", "/conversations").status == 201  # not the shell's value, nor its secret
     assert os.environ[ORIGIN_VERIFY] == "left-over"
+    assert os.environ[ORIGIN_VERIFY_SECRET_ARN].endswith(":left-over")
     monkeypatch.delenv(ORIGIN_VERIFY)
+    monkeypatch.delenv(ORIGIN_VERIFY_SECRET_ARN)
     reset_caches()
 
 
@@ -159,14 +184,3 @@ def test_devstack_serve_adds_its_value_and_overrides_the_clients(guarded: LocalS
     bypass = Gateway(guarded, origin_verify=None)
     assert _request(bypass, "POST", "/conversations") == 403
     assert _request(bypass, "GET", "/staff/stats", [("Authorization", f"Bearer {token}")]) == 403
-
-
-def test_the_templates_unresolved_reference_checks_nothing() -> None:
-    """`sam local invoke` gives the functions the template's dynamic reference as it is written (only
-    CloudFormation resolves it): the sample events of docs/DEPLOY.md go on."""
-    with local_stack(origin_verify="{{resolve:secretsmanager:OriginVerifySecret:SecretString}}") as stack:
-        assert stack.call_api("POST", "/conversations").status == 201
-        assert stack.call_staff_api("GET", "/staff/stats").status == 200
-    # A value that merely looks like one is a value like any other.
-    with local_stack(origin_verify="{{resolve:secretsmanager:") as stack:
-        assert stack.call_api("POST", "/conversations").status == 403

@@ -10,13 +10,17 @@ from dialogue.audit_chain import (
     GENESIS,
     canonical,
     compare_copies,
+    copy_marker_sort_key,
+    copy_refusal,
     link_document,
     link_hash,
     link_sort_key,
     new_link,
     object_key,
+    parse_copy_marker_sort_key,
     parse_link_sort_key,
     parse_object_key,
+    retired,
     verify_chain,
     verify_links,
 )
@@ -152,3 +156,69 @@ def test_the_table_is_compared_with_its_worm_copies() -> None:
     assert whats(compare_copies(links, copies, rewritten=[(CONVERSATION, 2, 1)], now=NOW)) == [
         (1, "its WORM copy was written more than once")
     ]
+
+
+# --- retention, and what the repair copies ------------------------------------------------------------
+
+
+def test_a_link_or_copy_past_its_retention_is_not_reported_either_way() -> None:
+    """S3's lifecycle can remove a copy before DynamoDB's TTL (up to two days late) removes its link, and
+    the TTL can leave a link whose copy is gone: once `expires_at` has passed, neither is a problem."""
+    links = chain()
+    copies = {(CONVERSATION, 2, link["seq"]): link_document(link) for link in links}
+    last_expiry = float(links[-1]["expires_at"])
+    assert whats(compare_copies(links, {}, now=NOW)) == [
+        (n, "has no WORM copy in the audit bucket") for n in (1, 2, 3, 4)
+    ]
+    assert compare_copies(links, {}, now=last_expiry) == []  # every copy expired first, links linger
+    assert compare_copies([], copies, now=last_expiry) == []  # and the other way round
+    # one link retired, the others not: only the others are compared
+    assert whats(compare_copies(links, {}, now=float(links[0]["expires_at"]))) == [
+        (n, "has no WORM copy in the audit bucket") for n in (2, 3, 4)
+    ]
+    # a chain whose first links are retired but still in the table verifies
+    assert verify_chain(links, now=float(links[1]["expires_at"])) == []
+    assert retired(links[0], float(links[0]["expires_at"])) and not retired(links[0], NOW)
+    assert not retired({"expires_at": None}, NOW) and not retired({}, NOW)
+
+
+def test_a_link_whose_expiry_was_moved_into_the_past_is_still_compared_with_its_copy() -> None:
+    """The copy's expiry is the record's: a link's own could have been rewritten to hide it."""
+    links = chain()
+    copies = {(CONVERSATION, 2, link["seq"]): link_document(link) for link in links}
+    hidden = {**links[3], "expires_at": int(NOW) - 1}
+    hidden["hash"] = link_hash(hidden)
+    assert whats(compare_copies([*links[:3], hidden], copies, now=NOW)) == [(4, "differs from its WORM copy")]
+
+
+def test_a_pending_copy_markers_key_names_its_link_and_sorts_by_time() -> None:
+    key = copy_marker_sort_key("2027-01-15T10:00:01.000+00:00", CONVERSATION, 2, 3)
+    assert parse_copy_marker_sort_key(key) == (CONVERSATION, 2, 3)
+    assert (
+        key
+        < "2027-01-15T10:00:02.000+00:00"
+        < copy_marker_sort_key("2027-01-15T10:00:02.000+00:00", CONVERSATION, 1, 1)
+    )
+    for bad in ("", "TURN#000001#000001", "2027#x#1#1", f"2027##{2:06d}#{3:06d}"):
+        assert parse_copy_marker_sort_key(bad) is None, bad
+
+
+def test_the_repair_copies_only_a_link_that_checks_out_against_the_link_before_it() -> None:
+    links = chain()
+    assert [copy_refusal(link, links[n - 1] if n else None, now=NOW) for n, link in enumerate(links)] == [None] * 4
+    changed = {**links[2], "outcome": "approved"}
+    assert copy_refusal(changed, links[1], now=NOW) == "its hash does not match its fields"
+    assert copy_refusal({**links[2], "note": "x"}, links[1], now=NOW) == "its hash does not match its fields"
+    assert copy_refusal({**links[2], "sk": link_sort_key(2, 9)}, links[1], now=NOW) == (
+        "its key does not match its turn and sequence number"
+    )
+    # the link before rewritten with its hash recomputed: the next link no longer follows it
+    before = {**links[1], "staff": "sub-bo"}
+    before["hash"] = link_hash(before)
+    assert copy_refusal(links[2], before, now=NOW) == "its prev_hash is not the hash of link 2"
+    forged_first = {**links[0], "prev_hash": "f" * 64}
+    forged_first["hash"] = link_hash(forged_first)
+    assert copy_refusal(forged_first, None, now=NOW) == "the first link does not start the chain"
+    # the link before missing: only its TTL excuses it
+    assert copy_refusal(links[2], None, now=NOW) == "link 2 is missing (not yet expired)"
+    assert copy_refusal(links[2], None, now=float(links[1]["expires_at"])) is None

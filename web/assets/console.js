@@ -699,14 +699,31 @@ function trailWhat(entry) {
   return `${done}: ${entry.outcome}${entry.reason ? ` (reason: ${entry.reason.replaceAll("_", " ")})` : ""}`;
 }
 
-// Who did what to the open item, oldest first, and whether its hash chain verifies. Text only.
+// What the trail was checked against, in words: `verified` only means the table matched the write-once
+// copy (the record); without one, only the chain was checked, which a rewrite of the chain can pass.
+function trailVerdict(trail) {
+  const checked = trail.checked || { against: "hash_chain_only", problems: 0 };
+  if (trail.verified) {
+    return { ok: true, text: "Verified against the write-once copy: every step matches its locked copy and is chained to the one before; none was changed, added or removed." };
+  }
+  if (checked.against === "write_once_copy") {
+    return { ok: false, text: "This trail does not match its write-once copy: a step was changed, added or removed after it was recorded. Tell the desk's administrator." };
+  }
+  const chain = checked.problems ? "and it does not verify" : "which a rewrite of the whole chain could pass";
+  return { ok: false, text: `Not verified: this desk has no write-once copy of its trail, so only the steps' chain was checked, ${chain}. Tell the desk's administrator.` };
+}
+
+// Who did what to the open item, oldest first, and what its check against the write-once copy found. Text only.
 function trailView() {
   const trail = state.item.trail;
   const parts = [el("h3", { id: "trail-heading", text: "Trail" })];
+  const verdict = trail && trailVerdict(trail);
+  const verdictLine = verdict && el("p", { id: "trail-verified", class: verdict.ok ? "notice" : "notice error", text: verdict.text });
   if (!trail) {
     parts.push(el("p", { text: "The trail could not be read just now; it shows again with the next update." }));
   } else if (!trail.items.length) {
     parts.push(el("p", { text: "No one has acted on this item yet." }));
+    if (!verdict.ok) parts.push(verdictLine); // steps recorded once, gone from the table: the copy says so
   } else {
     parts.push(
       el(
@@ -726,13 +743,7 @@ function trailView() {
           )),
         ),
       ),
-      el("p", {
-        id: "trail-verified",
-        class: trail.verified ? "notice" : "notice error",
-        text: trail.verified
-          ? "Verified: each step is chained to the one before, and none was changed or removed."
-          : "This trail does not verify: a step was changed or removed after it was recorded. Tell the desk's administrator.",
-      }),
+      verdictLine,
     );
   }
   return el("section", { id: "item-trail", "aria-labelledby": "trail-heading" }, ...parts);

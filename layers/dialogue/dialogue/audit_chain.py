@@ -10,9 +10,18 @@ link after a rewrite recomputed, or the last link rewritten) the WORM copy shows
 also written, once, to an S3 bucket under Object Lock (`audit/<conversation id>/<turn:06d>/<seq:06d>.json`),
 and `verify_table_audit` compares the two.
 
+The copy, not the table, is the record. IAM has no condition key that requires a write's
+ConditionExpression, so the role that writes a link with `attribute_not_exists` could also overwrite one
+with a plain PutItem; the bucket's policy, by contrast, refuses any put without If-None-Match and any
+delete. So every reader compares the table with the copy, and a link is trusted as far as its copy holds
+it. A link whose copy failed is put on a small *pending copy* marker in the same transaction
+(`AUDITCOPY#pending`, sort key `<at>#<conversation id>#<turn:06d>#<seq:06d>`), which the sweeper repairs.
+
 Links hold ids, a staff subject, codes and times, never resident or staff text. A link also keeps
 `prev_expires_at`, the TTL of the link before it, so a chain whose first links the table's TTL has
-already removed is told from one whose first links were deleted.
+already removed is told from one whose first links were deleted. A link (or copy) past its `expires_at`
+is retired: DynamoDB's TTL and S3's lifecycle each remove theirs in their own time (the TTL up to about
+two days late), so neither its presence nor its absence is reported.
 
 Everything here is pure; dialogue.aws.audit writes the links, reads them back and verifies a table's.
 """
@@ -51,6 +60,9 @@ LINK_FIELDS = (
 """The fields a link's hash covers, in the canonical JSON (the conversation id comes from the key)."""
 STORED_FIELDS = frozenset({"pk", "sk", "hash", *LINK_FIELDS} - {"conversation_id"})
 """The attributes a link's table item may have."""
+
+COPY_PENDING = "AUDITCOPY#pending"
+"""The partition of the pending-copy markers: one per link whose WORM copy is not yet known written."""
 
 ChainKey = tuple[str, int]
 LinkKey = tuple[str, int, int]
@@ -111,6 +123,19 @@ def parse_object_key(key: str) -> LinkKey | None:
     if not (turn.isdigit() and seq.isdigit()):
         return None
     return parts[0], int(turn), int(seq)
+
+
+def copy_marker_sort_key(at: str, conversation_id: str, turn_id: int, seq: int) -> str:
+    """A pending-copy marker's sort key: the link's time first, so a range on it finds the older ones."""
+    return f"{at}#{conversation_id}#{turn_id:06d}#{seq:06d}"
+
+
+def parse_copy_marker_sort_key(sort_key: str) -> LinkKey | None:
+    """The link a marker names (conversation id, turn id, seq); None for a key of any other form."""
+    parts = sort_key.rsplit("#", 3)
+    if len(parts) != 4 or not parts[1] or not all(p.isdigit() and len(p) == 6 for p in parts[2:]):
+        return None
+    return parts[1], int(parts[2]), int(parts[3])
 
 
 # --- a link -----------------------------------------------------------------------------------------
@@ -185,6 +210,35 @@ def _now() -> float:
     return time.time()
 
 
+def retired(link: Mapping[str, Any], now: float) -> bool:
+    """Whether a link (or its copy's fields) is past its retention: its `expires_at` at or before `now`."""
+    try:
+        return link.get("expires_at") is not None and float(link["expires_at"]) <= now
+    except (TypeError, ValueError):
+        return False  # a changed link whose expiry is no number: still verified
+
+
+def copy_refusal(link: Mapping[str, Any], before: Mapping[str, Any] | None, *, now: float | None = None) -> str | None:
+    """Why a table link must not be written as its WORM copy (None: it may): its fields no longer match its
+    hash or its key, or its `prev_hash` is not the hash of `before` (the link before it as the record holds
+    it; None: there is none) or GENESIS for a first link. A link whose link before is gone by its TTL can
+    only be checked against itself."""
+    now = _now() if now is None else now
+    turn_id, seq = int(link["turn_id"]), int(link["seq"])
+    if "sk" in link and parse_link_sort_key(str(link["sk"])) != (turn_id, seq):
+        return "its key does not match its turn and sequence number"
+    if link.get("hash") != link_hash(link) or set(link) - STORED_FIELDS - {"conversation_id"}:
+        return "its hash does not match its fields"
+    if seq == 1:
+        return None if link.get("prev_hash") == GENESIS else "the first link does not start the chain"
+    if before is None:
+        gone_by_ttl = link.get("prev_expires_at") is not None and float(link["prev_expires_at"]) <= now
+        return None if gone_by_ttl else f"link {seq - 1} is missing (not yet expired)"
+    if link.get("prev_hash") != before.get("hash"):
+        return f"its prev_hash is not the hash of link {seq - 1}"
+    return None
+
+
 def _missing(first: int, last: int) -> str:
     return f"link {first} is missing" if first == last else f"links {first} to {last} are missing"
 
@@ -192,10 +246,12 @@ def _missing(first: int, last: int) -> str:
 def verify_chain(links: Sequence[Mapping[str, Any]], *, now: float | None = None) -> list[Problem]:
     """The problems of one item's links (any order): a changed link (its hash no longer matches its
     fields, or its key its fields), a missing link (a gap, or first links gone before their TTL), and a
-    broken `prev_hash` (not the hash of the link before it, or not GENESIS on the first)."""
+    broken `prev_hash` (not the hash of the link before it, or not GENESIS on the first). Retired links
+    (past their `expires_at`) are left out: the TTL removes them in its own time."""
+    now = _now() if now is None else now
+    links = [link for link in links if not retired(link, now)]
     if not links:
         return []
-    now = _now() if now is None else now
     problems: list[Problem] = []
     ordered = sorted(links, key=lambda link: int(link.get("seq") or 0))
     conversation_id = str(ordered[0]["conversation_id"])
@@ -257,27 +313,33 @@ def compare_copies(
     now: float | None = None,
 ) -> list[Problem]:
     """The table's links against their WORM copies (the first version of each object): a link that differs
-    from its copy, a link with no copy, a copy whose link is gone from the table before its TTL, and an
-    object written more than once (`rewritten`)."""
+    from its copy, a link with no copy, a copy whose link is gone from the table, and an object written
+    more than once (`rewritten`). A link past its retention is not reported either way: its expiry is the
+    copy's where there is one (the record; a link's own could have been changed), else the link's."""
     now = _now() if now is None else now
     problems: list[Problem] = []
     in_table = {(str(link["conversation_id"]), int(link["turn_id"]), int(link["seq"])): link for link in links}
     for key in sorted(set(in_table) | set(copies)):
         conversation_id, turn_id, seq = key
         link, copy = in_table.get(key), copies.get(key)
+        record = _copy_fields(copy) if copy is not None else link
+        if record is not None and retired(record, now):
+            continue
         if link is not None and copy is None:
             problems.append(Problem(conversation_id, turn_id, seq, "has no WORM copy in the audit bucket"))
         elif link is None and copy is not None:
-            try:
-                expires_at = float(json.loads(copy).get("expires_at") or 0)
-            except (ValueError, AttributeError):
-                expires_at = 0
-            if expires_at > now:
-                problems.append(
-                    Problem(conversation_id, turn_id, seq, "is missing from the table; its WORM copy holds it")
-                )
+            problems.append(Problem(conversation_id, turn_id, seq, "is missing from the table; its WORM copy holds it"))
         elif link is not None and copy is not None and link_document(link) != copy:
             problems.append(Problem(conversation_id, turn_id, seq, "differs from its WORM copy"))
     for conversation_id, turn_id, seq in sorted(set(rewritten)):
         problems.append(Problem(conversation_id, turn_id, seq, "its WORM copy was written more than once"))
     return problems
+
+
+def _copy_fields(copy: bytes) -> dict[str, Any]:
+    """A WORM copy's fields; an unreadable copy as none (so never retired: it is compared, and differs)."""
+    try:
+        fields = json.loads(copy)
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}

@@ -48,9 +48,12 @@ class Settings(BaseSettings):
     # empty (no realizer deployed, or a local stack), nothing is woken.
     realizer_cluster: str = ""
     realizer_service: str = ""
-    # The value CloudFront adds as the X-Origin-Verify header on its way to the API (the stack's
-    # OriginVerifySecret); set, the turn and staff functions refuse a request without it (dialogue.aws.api).
-    # Empty (devstack's handler tests, sam local): no check.
+    # Only CloudFront reaches the API (dialogue.aws.origin): the turn and staff functions accept a request
+    # whose X-Origin-Verify header holds the stack's OriginVerifySecret's current or previous value, read
+    # from Secrets Manager by its ARN (ORIGIN_VERIFY_SECRET_ARN; the value is never in the environment).
+    origin_verify_secret_arn: str = ""
+    # Where no ARN is given, a deliberate local value (devstack, `sam local invoke` with events/env.json):
+    # the one value accepted. With neither, every request is refused: nothing is unchecked.
     origin_verify: SecretStr = SecretStr("")
 
     @property

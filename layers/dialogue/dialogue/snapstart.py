@@ -10,10 +10,15 @@ no time.
 
 `register_snapshot_hooks` runs `prime` as a before-snapshot hook where the Lambda runtime provides the
 hook library (`snapshot_restore_py`, in the managed Python runtimes); elsewhere (tests, devstack,
-`sam local invoke`) it does nothing, and the pack loads on the first request as before.
+`sam local invoke`) it does nothing, and the pack loads on the first request as before. A handler's
+`after_restore` callables run after each restore: what a snapshot may hold but a restored environment must
+read afresh (the turn and staff functions forget the origin-verify values, dialogue.aws.origin, which a
+rotation may have changed since the snapshot was taken).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 from dialogue.pack import get_pack
 from dialogue.settings import get_settings
@@ -27,11 +32,14 @@ def prime() -> None:
     get_settings()
 
 
-def register_snapshot_hooks() -> bool:
-    """Register `prime` to run before the snapshot; False where there is no SnapStart runtime."""
+def register_snapshot_hooks(after_restore: Sequence[Callable[[], None]] = ()) -> bool:
+    """Register `prime` to run before the snapshot, and each of `after_restore` after a restore; False
+    where there is no SnapStart runtime."""
     try:
-        from snapshot_restore_py import register_before_snapshot  # type: ignore[import-not-found]
+        import snapshot_restore_py  # type: ignore[import-not-found]
     except ImportError:
         return False
-    register_before_snapshot(prime)
+    snapshot_restore_py.register_before_snapshot(prime)
+    for hook in after_restore:
+        snapshot_restore_py.register_after_restore(hook)
     return True

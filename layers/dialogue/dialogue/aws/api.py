@@ -10,7 +10,6 @@ is chosen from where the problem is; no sentence is ever chosen from what was se
 from __future__ import annotations
 
 import base64
-import hmac
 import json
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
@@ -22,8 +21,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict
 
 from dialogue.aws.observability import logger, metrics
+from dialogue.aws.origin import get_origin_values
 from dialogue.errors import ERRORS, DialogueError, DirectAccessRefused, GeneratedTurnLimitReached
-from dialogue.settings import get_settings
 
 if TYPE_CHECKING:
     ErrorCode = str
@@ -81,29 +80,22 @@ ORIGIN_VERIFY_HEADER = "x-origin-verify"
 """The header the pages' distribution adds to every request it forwards to the API (template.yaml's
 PagesDistribution, OriginCustomHeaders), holding the stack's OriginVerifySecret. A request sent straight
 to the execute-api endpoint, past CloudFront and its WAF, does not carry it."""
-UNRESOLVED_REFERENCE = "{{resolve:secretsmanager:"
-"""How ORIGIN_VERIFY reads where nothing resolved the template's dynamic reference (sam local)."""
 
 
 def unverified_origin(event: Mapping[str, Any]) -> dict[str, Any] | None:
     """The 403 answer to a request that did not come through CloudFront, or None to go on.
 
     Checked first, before a route, a token's group or a store is looked at: nothing from the request is
-    read but this one header, compared in constant time, and nothing of it is logged. With no
-    ORIGIN_VERIFY in the environment (devstack's handler tests) every request goes on, and so with the
-    template's own unresolved `{{resolve:secretsmanager:...}}` reference: `sam local invoke` reads the
-    template without CloudFormation, which resolves the reference in every deployed function (a deploy
-    that cannot resolve it fails).
+    read but this one header, compared in constant time with each accepted value (the secret's current
+    and previous, dialogue.aws.origin), and nothing of it is logged. No setting, an empty one or a secret
+    that cannot be read accepts no value: every request is refused.
     """
-    expected = get_settings().origin_verify.get_secret_value()
-    if not expected or (expected.startswith(UNRESOLVED_REFERENCE) and expected.endswith("}}")):
-        return None
     headers = event.get("headers")
     sent = ""
     if isinstance(headers, Mapping):
         # API Gateway passes header names in lower case; a hand-made event may not.
         sent = next((str(value) for name, value in headers.items() if str(name).lower() == ORIGIN_VERIFY_HEADER), "")
-    if hmac.compare_digest(sent.encode(), expected.encode()):
+    if sent and get_origin_values().accepts(sent):
         return None
     return refusal_response(DirectAccessRefused())
 

@@ -8,6 +8,7 @@ from functools import lru_cache
 import boto3
 from botocore.config import Config
 
+from dialogue.aws.audit import AuditCopyRepair
 from dialogue.aws.ecs import EcsServiceWaker
 from dialogue.aws.sealing import KmsSealer
 from dialogue.aws.sqs import SqsDispatchQueues
@@ -47,6 +48,16 @@ def get_desk_store() -> DynamoDeskStore:
 
 
 @lru_cache(maxsize=1)
+def get_audit_repair() -> AuditCopyRepair | None:
+    """The sweeper's repair of the audit's WORM copy, or None where no audit bucket is named (no copy is
+    written, so none to repair)."""
+    settings = get_settings()
+    if not settings.audit_bucket:
+        return None
+    return AuditCopyRepair(boto3.client("dynamodb"), settings.table_name, boto3.client("s3"), settings.audit_bucket)
+
+
+@lru_cache(maxsize=1)
 def get_sealer() -> KmsSealer | None:
     """The contact form's seal on the stack's KMS key (CONTACT_KEY_ID), or None where none is named: then
     the form is refused (503) and nothing is stored."""
@@ -79,12 +90,15 @@ def get_realizer_waker() -> RealizerWaker | None:
 
 def reset_caches() -> None:
     """Forget settings and clients, for tests and local stacks that change the environment."""
+    from dialogue.aws.origin import get_origin_values
     from dialogue.pack.loader import forget_loaded_packs
 
     get_store.cache_clear()
     get_desk_store.cache_clear()
+    get_audit_repair.cache_clear()
     get_dispatch_queues.cache_clear()
     get_sealer.cache_clear()
     get_realizer_waker.cache_clear()
+    get_origin_values.cache_clear()
     get_settings.cache_clear()
     forget_loaded_packs()

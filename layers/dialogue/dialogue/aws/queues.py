@@ -494,9 +494,9 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
         a failure of a condition from item `message_items_from` on (the staff message's), or another transaction
         holding an item, is a race a message retries; otherwise (an audit link another writer put at the
-        same sequence number first, say) the staff member is told to try again. Once committed, the new
-        audit link is copied to the WORM bucket."""
-        codes = self._write_transaction(items)
+        same sequence number first, say) the staff member is told to try again. Each new audit link's
+        pending-copy marker is committed with it; once committed, the link is copied to the WORM bucket."""
+        codes = self._write_transaction(self._with_copy_markers(items))
         if codes is None:
             self._copy_links(items)
             return
