@@ -140,6 +140,7 @@ def test_below_the_margin_the_rules_reading_stands(pack_copy: Path) -> None:
     examples = (root / "examples.toml").read_text(encoding="utf-8")
     unreachable_text = examples.replace("min_score = 0.6", "min_score = 1.0")
     unreachable_text = unreachable_text.replace("min_margin = 0.08", "min_margin = 1.0")
+    unreachable_text = unreachable_text.replace("far_score = 0.3", "far_score = 0.0")
     (root / "examples.toml").write_text(unreachable_text, encoding="utf-8")
     unreachable, lesson = load_pack(root), load_pack(root, profile="lesson")
     with (DATA / "riverton" / "eval" / "person_requests_heldout.csv").open(newline="", encoding="utf-8") as handle:

@@ -499,6 +499,12 @@ LONG_WORD = 6
 SMALL_TALK_WORDS = 3
 """A statement this short that names a value ("by post pls", "the blue one") is taken at its word."""
 
+HAND_OFF_NEAR = 0.5
+HAND_OFF_MARGIN = 2.0
+"""A turn nearest a hand-off intent's examples at `HAND_OFF_NEAR` times `min_score` or more, and ahead of every
+other label by `HAND_OFF_MARGIN` times `min_margin`, is handed off though not sure (a misspelt request); both
+chosen by 2-fold cross-validation on the tuning parts."""
+
 _NO_EXAMPLES = ExampleSet(min_score=1.0, min_margin=1.0)
 """A desk without examples.toml: no example is ever sure, and nothing is out of scope by distance alone."""
 
@@ -639,8 +645,22 @@ def _read_at_desk(
         return read_as(off_desk, "abstain")
     if not on_a_topic and (answered or (asked == Action.CONFIRM and answer is not None)):
         return read_as(default, "enroll")
-    if kind == INTENT and any(rule.name == name and rule.route == "hand_off" for rule in rules.intents):
+    hand_offs = {rule.name for rule in rules.intents if rule.route == "hand_off"}
+    if kind == INTENT and name in hand_offs:
         return read_as(name, "hand_off")
+    near_label, _, near_name = found.label.partition(":") if found is not None else ("", "", "")
+    if (
+        near_label == INTENT
+        and near_name in hand_offs
+        and found is not None
+        and found.score >= HAND_OFF_NEAR * examples.min_score
+        and found.margin >= HAND_OFF_MARGIN * examples.min_margin
+        and not slots.mentions_any
+        and not on_a_topic
+    ):
+        # Nearest a request for a person by a wide margin, though not sure by score: a misspelt request
+        # ("can I talkk to someone", "speak with a eprson") shares most of its n-grams with the examples.
+        return read_as(near_name, "hand_off")
     if model_topic is not None and (question or not slots.mentions_any):
         if not model_topic.covered:
             return read_as(model_topic.intent_name, "abstain", model_topic)
@@ -670,7 +690,13 @@ def _read_at_desk(
     # Far: less like every example than far_score, or sharing nothing with them in two words or more ("hmm"
     # is asked again). A desk without examples knows no distance.
     far = found.score < examples.far_score if found is not None else len(content) > 1 and pack.examples is not None
-    if content and not framed and far:
+    # Small talk ("hiya mate", "cheers", "yes"), a correction ("sorry, I meant the other one": about an earlier
+    # turn) and, once the desk has asked something, any short turn are asked again, never abstained on for
+    # being below far_score: too few words of their own for a cosine to mean anything.
+    chat = found is not None and (
+        len(words) <= SMALL_TALK_WORDS or answer is not None or correction or (asked is not None and short)
+    )
+    if content and not framed and far and not chat:
         return read_as(off_desk, "abstain")  # far from everything the desk knows: out of scope
     if content and not framed and nearest == OTHER and found is not None and found.margin >= examples.min_margin:
         return read_as(off_desk, "abstain")  # nearest another desk's turn by a clear margin ("mute the music")
