@@ -188,7 +188,7 @@ lint: $(STAMP) typecheck cfn-lint
 	$(BIN)/hadolint realizer_container/Dockerfile
 
 typecheck: $(STAMP)
-	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn functions/sweep_turns realizer_container/realizer realizer_container/image.py devstack ops
+	$(BIN)/mypy layers/dialogue/dialogue functions/turn_api functions/staff_api functions/screen_reply functions/dispatch_turn functions/sweep_turns functions/realizer_switch realizer_container/realizer realizer_container/image.py devstack ops
 
 cfn-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

@@ -135,7 +135,7 @@ def environment(lambda_like: bool, task_root: str) -> dict[str, str]:
             "TABLE_NAME": "conversations",
             "LOG_LEVEL": "INFO",
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDesk",
+            "POWERTOOLS_METRICS_NAMESPACE": "EnrollmentDesk/bench",  # EnrollmentDesk/${AWS::StackName}
             "POWERTOOLS_LOGGER_LOG_EVENT": "false",
             "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             "POWERTOOLS_SERVICE_NAME": "turn_api",

@@ -359,6 +359,7 @@ def _fleet(args: argparse.Namespace) -> int:
                 timing=args.timing or (),
                 conversations=args.conversations,
                 generated_share=args.generated_share,
+                desk_hours=args.desk_hours,
             )
         )
     except (FleetError, PackError, ValueError) as error:
@@ -500,6 +501,11 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         metavar="NAME=SECONDS",
         help="a time the template does not set, e.g. load_s=180-300 or job_s=2-3 (devstack.fleet.Timings; repeatable)",
+    )
+    fleet.add_argument(
+        "--desk-hours",
+        action="store_true",
+        help="set DeskOpensSchedule (30 minutes early), DeskClosesSchedule and DeskTimezone from the pack's hours",
     )
     fleet.add_argument("--instance-type", help="the GPU type that has capacity (default: the template's first)")
     fleet.add_argument("--template", help="the SAM template to read (default: template.yaml)")

@@ -5,18 +5,20 @@ discrete-event simulation of that loop, seeded (the same seed gives the same tab
 setting that decides when a GPU runs is read from the template itself (`read_config`), so a change to the
 template changes the result:
 
-- the alarms whose actions are the realizer's scaling policies (and any other alarm on metrics modelled
-  here, such as the GPU-hours alarm): their metrics, statistics, periods, evaluation periods,
-  datapoints to alarm, missing-data rule and metric math (IF, FILL, AND, OR, comparisons, arithmetic);
+- the alarms whose actions are the realizer's scaling policies or its off switch (a function whose
+  handler is functions/realizer_switch's), and any other alarm on metrics modelled here: their metrics,
+  statistics, periods, evaluation periods, datapoints to alarm, missing-data rule and metric math (IF,
+  FILL, AND, OR, comparisons, arithmetic), and whether they mail the topic;
 - the scaling policies of the service's scalable target (step: adjustment type, steps, cooldown; target
   tracking: target, scale-in disabled or not, cooldowns, its metric math) and the target's minimum and
   maximum, with any scheduled actions (cron, time zone, the capacities they set);
 - the realize queue (visibility timeout, retention, receive wait), the GPU group's instance types and
-  its largest size, the turn route's throttles (for the abuse burst) and the reply deadline (the dispatch
-  function's REPLY_DEADLINE_SECONDS).
+  its largest size, the turn route's throttles (for the abuse burst), the reply deadline (the dispatch
+  function's REPLY_DEADLINE_SECONDS) and its COLD_FALLBACK_SECONDS (a cold turn's fallback, where set).
 
 Parameters take their defaults, as a `sam deploy` that changes nothing would; `--parameter NAME=VALUE`
-overrides one, as `--parameter-overrides` does (the realizer counts as deployed: an image digest).
+overrides one, as `--parameter-overrides` does (the realizer counts as deployed: an image digest);
+`--desk-hours` sets the desk-hours schedules from the pack's hours (opening 30 minutes early).
 
 What it models, each minute and each second:
 
@@ -27,10 +29,16 @@ What it models, each minute and each second:
   task counts (the minute's minimum, maximum and average) are published in the minutes the service
   wants or has a task; the GPU group's instance counts every minute. Alarms are evaluated every minute;
   one whose action is a scaling policy invokes it every minute it stays in ALARM (cooldown permitting).
-- The dispatch function's wake call, as layers/dialogue/dialogue/aws/ecs.py does it today: on sending a
-  job it reads the service's desired count and sets it to 1 when it is 0, remembering "wanted" for
-  REMEMBER_WANTED_FOR. It calls ECS's UpdateService directly, so it ignores the scalable target's
-  minimum and maximum (`WakeCall.respects_max` is False).
+- The dispatch function's wake call, as layers/dialogue/dialogue/aws/ecs.py does it: as it sends a
+  job it reads the service's desired count and sets it to 1 when it is 0, unless the scalable target's
+  maximum is 0 (the off switch: `WakeCall.respects_max`, from RESPECTS_SCALABLE_TARGET_MAX;
+  `WakeCall.before_issue_42()` ignores it, as UpdateService alone does), remembering its answer for
+  REMEMBER_WANTED_FOR. Cold (woken, off, or no task running: ECS's runningCount counts a task still
+  loading its model), the turn's deadline is COLD_FALLBACK_SECONDS after it: its fallback in seconds.
+- The off switch: an alarm whose action is the realizer switch function sets the target's minimum and
+  maximum to 0 and the desired count to 0 when it goes to ALARM; a scheduled action's capacities set them
+  again (desk-opens turns it on). The week before day 0 is taken to have run its last scheduled action
+  (Friday's closing), so a month starts as a deployed desk would.
 - ECS placing a task: on an empty instance already in the group (its image cached), else on a new
   instance the capacity provider launches (up to the group's largest size); an empty instance is ended
   after the capacity provider's 15 idle minutes. The instance launch, the ECS agent's registration, the
@@ -57,11 +65,19 @@ before the desk closes that day); GPU instance hours; the desk's open hours (onc
 desks); the cost (GPU hours at `GPU_PRICES_USD_PER_HOUR` plus the instance's volume and address, the
 serverless parts per turn and each desk stack's cost at rest) and that cost per worded reply.
 
+Beyond the JSON record it prints the issue's goals' other figures: the share worded inside desk hours,
+GPU hours outside desk hours and in the day with most, the alarm topic's mails, the times an alarm
+turned the off switch, and the turns that found the realizer cold.
+
 Not modelled: a daylight-saving change (the calendar is a January month); more than one warm dispatch
-function remembering "wanted"; a GPU type short of capacity (`--instance-type` picks the one that
-launches); EventBridge rules (GpuLaunchFailedRule) and the sweeper; the WAF's per-address and the
-per-conversation limits (the stranger's burst comes from many addresses and conversations, every turn
-generated).
+function remembering its answer; a GPU type short of capacity (`--instance-type` picks the one that
+launches), and so a GPU quota of 0 (the unhealthy profile stands for both: no worker ever polls); the
+sweeper; an operator turning the off switch on (without desk hours it stays off for the rest of the
+run); the WAF's per-address and the per-conversation limits (the stranger's burst comes from many
+addresses and conversations, every turn generated); the worker's batch window is Timings', not the
+task definition's (REALIZER_MAX_BATCH_WAIT_SECONDS is not read), so the wait once warm (p95 about 5.6 s:
+1 s to the queue, the 1 s top-up receive, a 2-3 s batch, 0.5 s to screen and store) is the model's, not
+the template's, and issue 42's 5 s p95 is not met by it.
 """
 
 from __future__ import annotations
@@ -283,6 +299,7 @@ class AlarmSpec:
     treat_missing: str
     policies: tuple[str, ...]  # the scaling policies its ALARM invokes
     notifies: bool  # an SNS topic hears its state changes
+    switches_off: bool = False  # its ALARM invokes the off switch (the realizer switch function)
 
     @property
     def period_s(self) -> int:
@@ -337,6 +354,7 @@ class FleetConfig:
     turn_rate_per_s: float
     turn_burst: int
     unhealthy_replaced_after_s: float = 1110.0  # a task whose model load hangs is replaced this long after it starts
+    cold_fallback_s: float | None = None  # the dispatch function's COLD_FALLBACK_SECONDS, where it sets one
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
@@ -348,11 +366,18 @@ class FleetConfig:
             f"realize queue: visibility {self.visibility_timeout_s:g} s, retention {self.retention_s:g} s, "
             f"receive wait {self.receive_wait_s:g} s; reply deadline {self.reply_deadline_s:g} s; turn route "
             f"{self.turn_rate_per_s:g}/s, burst {self.turn_burst}; a task whose model load hangs is replaced "
-            f"after {self.unhealthy_replaced_after_s:g} s (the task definition's health check)",
+            f"after {self.unhealthy_replaced_after_s:g} s (the task definition's health check); a turn that finds "
+            "the realizer cold gets its fallback "
+            + ("at the deadline" if self.cold_fallback_s is None else f"after {self.cold_fallback_s:g} s"),
         ]
         for alarm in self.alarms:
             metrics = ", ".join(f"{q.series}:{q.stat}/{q.period_s}s" for q in alarm.queries if q.series)
-            action = ", ".join(alarm.policies) or ("mail" if alarm.notifies else "none")
+            acts = [
+                *alarm.policies,
+                *(["off switch"] if alarm.switches_off else []),
+                *(["mail"] if alarm.notifies else []),
+            ]
+            action = ", ".join(acts) or "none"
             lines.append(
                 f"{alarm.name}: {alarm.datapoints} of {alarm.evaluation_periods} x {alarm.period_s} s "
                 f"{alarm.comparison} {alarm.threshold:g}, missing={alarm.treat_missing} [{metrics}] -> {action}"
@@ -446,6 +471,23 @@ def _of_type(resources: Mapping[str, Any], kind: str) -> dict[str, Mapping[str, 
     return {name: resource for name, resource in resources.items() if resource.get("Type") == kind}
 
 
+def _foreign_namespaces(node: Any, namespace: str) -> list[str]:
+    """The namespaces of the desk's own (non-AWS) metrics under node that are not the stack's: an alarm on
+    one reads another stack's figures, or none (issue 42, item 4)."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        metric_namespace = node.get("Namespace")
+        own = isinstance(metric_namespace, str) and not metric_namespace.startswith(("AWS/", "ECS/"))
+        if "MetricName" in node and own and metric_namespace != namespace:
+            found.append(str(metric_namespace))
+        for value in node.values():
+            found.extend(_foreign_namespaces(value, namespace))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_foreign_namespaces(item, namespace))
+    return found
+
+
 def _environment(resource: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict((resource.get("Properties", {}).get("Environment") or {}).get("Variables") or {})
 
@@ -509,6 +551,12 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
     deadline_value = dispatch_env.get("REPLY_DEADLINE_SECONDS")
     if deadline_value is None and globals_env:
         deadline_value = resolver.resolve(globals_env).get("REPLY_DEADLINE_SECONDS")
+    # The namespace the functions write their metrics to (POWERTOOLS_METRICS_NAMESPACE): an alarm or policy
+    # on a metric of the desk's own in any other namespace never gets a datapoint in AWS, so it is refused.
+    namespace_value = dispatch_env.get("POWERTOOLS_METRICS_NAMESPACE")
+    if namespace_value is None and globals_env:
+        namespace_value = resolver.resolve(globals_env).get("POWERTOOLS_METRICS_NAMESPACE")
+    desk_namespace = str(namespace_value or "")
     if deadline_value is None:
         from dialogue.settings import Settings
 
@@ -567,6 +615,8 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
         elif policy.get("PolicyType") == "TargetTrackingScaling":
             config = policy["TargetTrackingScalingPolicyConfiguration"]
             custom = config.get("CustomizedMetricSpecification")
+            if foreign := _foreign_namespaces(custom, desk_namespace):
+                raise FleetError(f"{name} reads {', '.join(foreign)}, not the functions' namespace {desk_namespace}")
             queries = _queries(custom, realize_queue) if custom else None
             if queries is None:
                 raise FleetError(f"{name}: the simulator models only a customized metric of the realize queue and ECS")
@@ -580,13 +630,20 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
                     queries,
                 )
             )
+    # The off switch: a function whose handler is the realizer switch's (functions/realizer_switch).
+    switches = {name for name, res in functions.items()
+                if str((res.get("Properties") or {}).get("Handler", "")).startswith("realizer_switch.")}  # fmt: skip
+    topics = set(_of_type(resources, "AWS::SNS::Topic"))
     alarms = []
     for name, res in _of_type(resources, "AWS::CloudWatch::Alarm").items():
         if "Condition" in res and not resolver.condition(str(res["Condition"])):
             continue
         alarm = props(name)
+        if foreign := _foreign_namespaces(alarm, desk_namespace):
+            raise FleetError(f"{name} reads {', '.join(foreign)}, not the functions' namespace {desk_namespace}")
         actions = [action for action in alarm.get("AlarmActions") or [] if isinstance(action, Symbol)]
         policies = tuple(action.resource for action in actions if action.resource in step_policies)
+        switches_off = any(action.resource in switches for action in actions)
         queries = _queries(alarm, realize_queue)
         if queries is None:
             if policies:
@@ -603,7 +660,8 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
                 datapoints=int(_number(alarm.get("DatapointsToAlarm", evaluation_periods), "DatapointsToAlarm")),
                 treat_missing=str(alarm.get("TreatMissingData", "missing")),
                 policies=policies,
-                notifies=any(action.resource not in step_policies for action in actions),
+                notifies=any(action.resource in topics for action in actions),
+                switches_off=switches_off,
             )
         )
 
@@ -668,6 +726,9 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
         turn_rate_per_s=rate,
         turn_burst=burst,
         unhealthy_replaced_after_s=replaced_after,
+        cold_fallback_s=None
+        if dispatch_env.get("COLD_FALLBACK_SECONDS") is None
+        else _number(dispatch_env["COLD_FALLBACK_SECONDS"], "COLD_FALLBACK_SECONDS"),
         parameters=dict(resolver.parameters),
     )
 
@@ -906,16 +967,25 @@ def _clock_seconds(text: str) -> float:
 
 @dataclass(frozen=True)
 class WakeCall:
-    """The dispatch function's wake call (dialogue.aws.ecs.EcsServiceWaker), as it is today."""
+    """The dispatch function's wake call (dialogue.aws.ecs.EcsServiceWaker)."""
 
     remember_for_s: float
-    respects_max: bool = False  # it calls UpdateService(desiredCount=1) whatever the scalable target says
+    respects_max: bool = False  # False: UpdateService(desiredCount=1) whatever the scalable target says
 
     @staticmethod
     def today() -> WakeCall:
+        """As the code makes it: since issue 42 it reads the scalable target's maximum and wakes nothing at
+        0 (RESPECTS_SCALABLE_TARGET_MAX)."""
+        from dialogue.aws.ecs import REMEMBER_WANTED_FOR, RESPECTS_SCALABLE_TARGET_MAX
+
+        return WakeCall(remember_for_s=REMEMBER_WANTED_FOR.total_seconds(), respects_max=RESPECTS_SCALABLE_TARGET_MAX)
+
+    @staticmethod
+    def before_issue_42() -> WakeCall:
+        """As issue 42 found it: the target's maximum ignored."""
         from dialogue.aws.ecs import REMEMBER_WANTED_FOR
 
-        return WakeCall(remember_for_s=REMEMBER_WANTED_FOR.total_seconds())
+        return WakeCall(remember_for_s=REMEMBER_WANTED_FOR.total_seconds(), respects_max=False)
 
 
 # --- the simulation -------------------------------------------------------------------------------------
@@ -930,6 +1000,7 @@ class Turn:
     follow_ups: int = 0  # turns still to come in its conversation
     worded_at: float | None = None
     final_at: float | None = None
+    cold: bool = False  # it found the realizer cold: its fallback came in seconds
 
 
 @dataclass(eq=False)
@@ -973,6 +1044,7 @@ class RealizerRun:
     cold_starts: int = 0
     scale_ins: list[float] = field(default_factory=list)
     alarm_mails: int = 0
+    switched_off: list[float] = field(default_factory=list)  # when an alarm turned the off switch
 
 
 class RealizerSim:
@@ -1019,6 +1091,7 @@ class RealizerSim:
         self.task_count = 0
         self.idle_workers: list[Task] = []
         self.wanted_until = -math.inf
+        self.remembered_cold = False
         self.policy_acted: dict[str, float] = {}
         # CloudWatch
         self.sample_offset = rng.uniform(5.0, 55.0)
@@ -1043,6 +1116,7 @@ class RealizerSim:
 
     def simulate(self, until: float) -> RealizerRun:
         self.at(self.sample_offset, self._minute)
+        self._last_schedule_before_start()
         if self.min_capacity > 0:  # registering the scalable target raises the service to its minimum
             self._set_desired(self.min_capacity, "registered")
         for scheduled in self.config.scheduled:
@@ -1083,23 +1157,39 @@ class RealizerSim:
             self._final(turn, self.now)  # the fallback
 
     def _dispatch(self, turn: Turn) -> None:
+        # The dispatch function wakes as it sends (functions/dispatch_turn): a cold realizer gets the turn a
+        # second deadline, COLD_FALLBACK_SECONDS after it, where the template sets one.
+        cold = self._wake()
+        if cold and self.config.cold_fallback_s is not None:
+            turn.cold = True
+            due = min(turn.deadline, turn.at + self.config.cold_fallback_s)
+            if due < turn.deadline:
+                turn.deadline = due
+                self.at(max(self.now, due), self._deadline, turn)
         job = Job(turn, self.now, self.now)
         self.queue.append(job)
         self.counters["sent"] += 1
         self.counters["dispatched"] += 1
         self._touch_queue()
-        self._wake()
         self._hand_to_idle_worker()
         self._gauges()
 
-    def _wake(self) -> None:
+    def _wake(self) -> bool:
+        """The wake call; whether it found the realizer cold (woken, off, or no task running: ECS's
+        runningCount counts a task loading its model), remembered as long as "wanted" is."""
         if self.now < self.wanted_until:
-            return
-        if self.desired < 1 and not (self.wake_call.respects_max and self.max_capacity < 1):
-            self.desired = 1  # UpdateService: Application Auto Scaling's bounds are not consulted
-            self.counters["woken"] += 1
-            self._reconcile()
+            return self.remembered_cold
+        running = sum(1 for t in self.tasks if t.state in ("loading", "ready") and not t.stopping)
+        cold = running < 1
+        if self.desired < 1:
+            cold = True
+            if not (self.wake_call.respects_max and self.max_capacity < 1):
+                self.desired = 1  # UpdateService
+                self.counters["woken"] += 1
+                self._reconcile()
         self.wanted_until = self.now + self.wake_call.remember_for_s
+        self.remembered_cold = cold
+        return cold
 
     # --- the queue ---
 
@@ -1330,6 +1420,29 @@ class RealizerSim:
         self.desired = wanted
         self._reconcile()
 
+    def _switch_off(self) -> None:
+        """The realizer switch function: the target's minimum and maximum at 0, the desired count at 0."""
+        self.run.switched_off.append(self.now)
+        self.min_capacity = self.max_capacity = 0
+        self._set_desired(0, "off switch")
+
+    def _last_schedule_before_start(self) -> None:
+        """The range the last scheduled action of the week before day 0 left (Friday's closing, say), so a
+        month starting on a Monday at midnight starts as a deployed desk would."""
+        latest: tuple[float, ScheduledAction] | None = None
+        for action in self.config.scheduled:
+            offset = _zone_offset_s(action.time_zone, self.zone)
+            for day in range(-7, 0):
+                when = day * DAY + action.hour * HOUR + action.minute * MINUTE + offset
+                if day % 7 in action.weekdays and when < 0 and (latest is None or when > latest[0]):
+                    latest = (when, action)
+        if latest is not None:
+            _, action = latest
+            if action.min_capacity is not None:
+                self.min_capacity = action.min_capacity
+            if action.max_capacity is not None:
+                self.max_capacity = action.max_capacity
+
     def _schedule_action(self, action: ScheduledAction) -> None:
         offset = _zone_offset_s(action.time_zone, self.zone)
         for day in range(int(self.end_s // DAY) + 2):
@@ -1474,6 +1587,8 @@ class RealizerSim:
                 state = "INSUFFICIENT_DATA"
             if state != self.alarm_state[alarm.name] and alarm.notifies:
                 self.run.alarm_mails += 1
+            if state == "ALARM" and self.alarm_state[alarm.name] != "ALARM" and alarm.switches_off:
+                self._switch_off()
             self.alarm_state[alarm.name] = state
         if self.alarm_state[alarm.name] == "ALARM":
             value = self.period_cache.get((alarm.name, last))
@@ -1576,6 +1691,9 @@ class FleetResult:
     gpu_hours_outside_desk_hours: float = 0.0
     scale_ins: int = 0
     alarm_mails: int = 0  # state changes of the alarms that tell the topic (the GPU-hours alarm among them)
+    switched_off: int = 0  # times an alarm turned the off switch
+    gpu_hours_most_in_a_day: float = 0.0  # the most GPU instance hours of one calendar day
+    cold_turns: int = 0  # generated turns that found the realizer cold (their fallback in seconds)
 
     def record(self) -> dict[str, Any]:
         """The JSON object: exactly FIELDS."""
@@ -1736,6 +1854,23 @@ def _figures(
         gpu_hours_outside_desk_hours=round(outside_hours, 1),
         scale_ins=sum(len(run.scale_ins) for run in runs),
         alarm_mails=sum(run.alarm_mails for run in runs),
+        switched_off=sum(len(run.switched_off) for run in runs),
+        gpu_hours_most_in_a_day=round(
+            max(
+                (
+                    sum(
+                        max(0.0, min(min(i.ended_at or end, end), (day + 1) * DAY) - max(i.launched_at, day * DAY))
+                        for run in runs
+                        for i in run.instances
+                    )
+                    / HOUR
+                    for day in range(days)
+                ),
+                default=0.0,
+            ),
+            1,
+        ),
+        cold_turns=sum(1 for turn in generated if turn.cold),
     )
 
 
@@ -1775,6 +1910,23 @@ def table(results: Iterable[FleetResult]) -> str:
     ]
     lines.insert(1, "| " + " | ".join("-" * width for width in widths) + " |")
     return "\n".join(lines)
+
+
+def desk_hours_parameters(traffic: Traffic, lead_s: float = 30 * MINUTE) -> dict[str, str]:
+    """DeskOpensSchedule, DeskClosesSchedule and DeskTimezone for the pack's hours, as DEPLOY.md says to set
+    them: opening `lead_s` early (a cold start), closing at the closing. The pack's open days must share
+    one opening and one closing."""
+    windows = set(traffic.open_hours.values())
+    if len(windows) != 1:
+        raise FleetError("--desk-hours needs one opening and closing time on every open day; give the schedules")
+    ((opens, closes),) = windows
+    days = ",".join(DAY_NAMES[day][:3].upper() for day in sorted(traffic.open_hours))
+    start = opens - lead_s
+    return {
+        "DeskOpensSchedule": f"cron({int(start % HOUR // MINUTE)} {int(start // HOUR)} ? * {days} *)",
+        "DeskClosesSchedule": f"cron({int(closes % HOUR // MINUTE)} {int(closes // HOUR)} ? * {days} *)",
+        "DeskTimezone": traffic.time_zone,
+    }
 
 
 def parse_timings(texts: Sequence[str]) -> Timings:
@@ -1824,11 +1976,15 @@ def run_command(
     timing: Sequence[str] = (),
     conversations: int | None = None,
     generated_share: float | None = None,
+    desk_hours: bool = False,
 ) -> str:
     template = load_template(template_path)
     overrides = dict(_parameter(text) for text in parameters)
     timings = parse_timings(timing)
     traffic = pack_traffic(pack)
+    if desk_hours:
+        overrides = {**desk_hours_parameters(traffic), **overrides}
+        parameters = [*(f"{name}={value}" for name, value in desk_hours_parameters(traffic).items()), *parameters]
     if conversations is not None:
         if conversations < 0:
             raise FleetError("give a number of conversations from 0")
@@ -1866,8 +2022,10 @@ def run_command(
         "",
         *(
             f"{r.scenario}: {r.worded_share_in_desk_hours:.1%} of the generated turns inside desk hours worded; "
-            f"{r.gpu_hours_outside_desk_hours:.1f} GPU hours outside desk hours; scale-ins in all: {r.scale_ins}; "
-            f"mails from the alarm topic: {r.alarm_mails}"
+            f"{r.gpu_hours_outside_desk_hours:.1f} GPU hours outside desk hours, {r.gpu_hours_most_in_a_day:.1f} in "
+            f"the day with most; scale-ins in all: {r.scale_ins}; mails from the alarm topic: {r.alarm_mails}; "
+            f"off switch turned by an alarm: {r.switched_off}; turns that found the realizer cold (fallback in "
+            f"seconds): {r.cold_turns}"
             for r in results
         ),
         "",

@@ -8,13 +8,19 @@ whose job this pack cannot build (stored before a pack change) is sent its deadl
 failed, since no retry would build it (`JobsWithheld`, logged with the reason, never the text).
 
 After the batch, if it sent a job whose turn is still inside its reply deadline, the realizer is woken
-from zero tasks (dialogue.aws.ecs): once per batch, never failing the batch (RealizerWoken and
-RealizerWakeFailed count the outcomes).
+from zero tasks (dialogue.aws.ecs) unless it is switched off: once per batch, never failing the batch
+(RealizerWoken, RealizerWakeFailed and RealizerOff count the outcomes). Where it was cold (no task
+running yet, or off), each such turn is sent a second deadline, marked cold, due COLD_FALLBACK_SECONDS
+after the turn (dialogue.dispatch.send_cold_deadline): the resident gets the fallback in seconds with the
+desk's line that a person will check it (ColdTurns counts them), not after a wait for a reply that
+cannot come in time. A wake that failed, no time left, or a cold deadline not sent leaves the turns
+their own deadline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -29,24 +35,29 @@ from dialogue.aws.factory import get_dispatch_queues, get_realizer_waker
 from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.aws.table import turn_from_item
 from dialogue.aws.turns import is_pending_turn_insert
-from dialogue.dispatch import dispatch_pending_turn, worth_waking_for
+from dialogue.dispatch import dispatch_pending_turn, send_cold_deadline, worth_waking_for
 from dialogue.pack import get_pack
 from dialogue.ports import WakeOutcome
+from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
 from dialogue.snapstart import register_snapshot_hooks
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
-WAKE_NEEDS_MS = 4_000
-"""Time the invocation must have left to try a wake: two ECS calls of at most 3 s each are bounded by
-the client (dialogue.aws.factory), and a wake is never worth a timed-out batch."""
+COLD_DEADLINE_NEEDS_MS = 1_000
+"""Time the invocation must have left to send one cold turn's deadline (an SQS send)."""
+
+WAKE_NEEDS_MS = 8_000
+"""Time the invocation must have left to try a wake: two ECS calls of at most 3 s each and, at zero
+tasks, Application Auto Scaling's read of the off switch, at most 2 s, are bounded by their clients
+(dialogue.aws.factory), and a wake is never worth a timed-out batch."""
 
 
 @dataclass
 class BatchJobs:
-    """What one invocation's records sent: the jobs whose turns may still be worded."""
+    """What one invocation's records sent: the turns whose jobs may still be worded."""
 
-    fresh: int = 0
+    fresh: list[TurnRecord] = field(default_factory=list)
 
 
 def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> None:
@@ -73,7 +84,7 @@ def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> No
     if withheld is not None:
         metrics.add_metric(name="JobsWithheld", unit=MetricUnit.Count, value=1)
     elif jobs is not None and worth_waking_for(turn, now=now, reply_deadline=reply_deadline):
-        jobs.fresh += 1
+        jobs.fresh.append(turn)
 
 
 def wake_realizer(context: LambdaContext) -> WakeOutcome | None:
@@ -89,7 +100,40 @@ def wake_realizer(context: LambdaContext) -> WakeOutcome | None:
         metrics.add_metric(name="RealizerWoken", unit=MetricUnit.Count, value=1)
     elif outcome is WakeOutcome.FAILED:
         metrics.add_metric(name="RealizerWakeFailed", unit=MetricUnit.Count, value=1)
+    elif outcome is WakeOutcome.OFF:
+        metrics.add_metric(name="RealizerOff", unit=MetricUnit.Count, value=1)
     return outcome
+
+
+def send_cold_deadlines(turns: list[TurnRecord], context: LambdaContext) -> int:
+    """The fallback in seconds for each turn that found the realizer cold; never fails the batch (a turn
+    whose cold deadline is not sent keeps its own). Returns how many were sent."""
+    settings = get_settings()
+    sent = 0
+    for turn in turns:
+        if context.get_remaining_time_in_millis() < COLD_DEADLINE_NEEDS_MS:
+            logger.warning("no time left for the cold turns' deadlines", left=len(turns) - sent)
+            break
+        try:
+            send_cold_deadline(
+                turn,
+                queues=get_dispatch_queues(),
+                now=clock.now(),
+                reply_deadline=settings.reply_deadline,
+                cold_fallback=timedelta(seconds=settings.cold_fallback_seconds),
+            )
+        except Exception as error:  # the turn keeps its own deadline
+            logger.warning(
+                "cold deadline not sent",
+                conversation_id=str(turn.conversation_id),
+                turn_id=turn.turn_id,
+                error=type(error).__name__,
+            )
+            continue
+        sent += 1
+    if sent:
+        metrics.add_metric(name="ColdTurns", unit=MetricUnit.Count, value=sent)
+    return sent
 
 
 register_snapshot_hooks()  # SnapStart: the pack is loaded before the snapshot (dialogue.snapstart)
@@ -107,5 +151,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
     if failures:
         metrics.add_metric(name="DispatchRecordsFailed", unit=MetricUnit.Count, value=failures)
     if jobs.fresh:
-        wake_realizer(context)
+        outcome = wake_realizer(context)
+        waker = get_realizer_waker()
+        if outcome not in (None, WakeOutcome.FAILED) and waker is not None and waker.cold:
+            send_cold_deadlines(jobs.fresh, context)
     return response

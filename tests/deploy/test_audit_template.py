@@ -163,7 +163,7 @@ def test_only_the_staff_function_and_the_sweeper_reach_the_bucket_and_the_sweepe
 def test_a_failed_a_late_and_an_unrepaired_copy_are_each_alarmed(template: dict[str, Any]) -> None:
     """AuditCopyFailed (the staff function's store), AuditCopiesRepaired and AuditCopiesNotRepaired (the
     sweeper's) each have an alarm on the alarm topic, named for its metric, and the code emits each."""
-    from test_template import ROOT
+    from test_template import DESK_NAMESPACE_SUB, ROOT
 
     emitted = {
         "AuditCopyFailed": (ROOT / "layers/dialogue/dialogue/aws/audit.py", "staff_api"),
@@ -173,7 +173,7 @@ def test_a_failed_a_late_and_an_unrepaired_copy_are_each_alarmed(template: dict[
     for metric, (source, service) in emitted.items():
         assert f'add_metric(name="{metric}"' in source.read_text(), metric
         alarm = template["Resources"][f"{metric}Alarm"]["Properties"]
-        assert (alarm["Namespace"], alarm["MetricName"]) == ("EnrollmentDesk", metric)
+        assert (alarm["Namespace"], alarm["MetricName"]) == (DESK_NAMESPACE_SUB, metric)
         assert alarm["Dimensions"] == [{"Name": "service", "Value": service}]
         assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
             "Sum",

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from cfnlint.decode import decode
 from test_template import (
+    DESK_NAMESPACE,
+    DESK_NAMESPACE_SUB,
     KNOWN_METRICS,
     ROOT,
     TEMPLATE,
@@ -141,16 +143,82 @@ def test_the_dispatch_function_may_wake_the_realizer_service_and_nothing_else_on
         + service["ServiceName"]
     )
     for resource_id, resource in template["Resources"].items():
-        if resource_id != "DispatchTurnFunction":
+        if resource_id not in ("DispatchTurnFunction", "RealizerSwitchFunction"):
             assert "ecs:UpdateService" not in json.dumps(resource), resource_id
+    # The off switch's maximum, read where the service wants no task (Describe takes no resource).
+    (switch,) = [
+        s for s in statements if any(str(a).startswith("application-autoscaling:") for a in as_list(s["Action"]))
+    ]
+    assert as_list(switch["Action"]) == ["application-autoscaling:DescribeScalableTargets"]
+
+
+def test_the_off_switch_is_a_function_two_alarms_invoke_and_the_desk_closing_turns(template: dict[str, Any]) -> None:
+    """Issue 42: the GPU-hours alarm and the not-serving alarm turn the off switch (RealizerSwitchFunction:
+    the scalable target's maximum at 0), each allowed to by a permission of its own; with desk hours the
+    closing sets the maximum to 0 unless RealizerOutsideDeskHours is on-demand, and the opening restores it."""
+    resources = template["Resources"]
+    switch = function_properties(template, "RealizerSwitchFunction")
+    assert switch["Handler"] == "realizer_switch.lambda_handler"
+    statements = list(iam_statements(switch["Policies"]))
+    _, service = only_resource(template, "AWS::ECS::Service")
+    (stop,) = [s for s in statements if any(str(a).startswith("ecs:") for a in as_list(s["Action"]))]
+    assert stop["Resource"]["Fn::Sub"].endswith("service/${RealizerCluster}/" + service["ServiceName"])
+    (scaling,) = [
+        s for s in statements if any(str(a).startswith("application-autoscaling:") for a in as_list(s["Action"]))
+    ]
+    assert "application-autoscaling:RegisterScalableTarget" in as_list(scaling["Action"])
+    env = function_environment(template, "RealizerSwitchFunction")
+    assert env["REALIZER_MIN_TASKS"] == {"Ref": "RealizerMinTasks"}
+    assert env["REALIZER_MAX_TASKS"] == {"Ref": "RealizerMaxTasks"}
+    for name in ("GpuHoursAlarm", "RealizerNotServingAlarm"):
+        actions = resources[name]["Properties"]["AlarmActions"]
+        assert {"Fn::GetAtt": ["RealizerSwitchFunction", "Arn"]} in actions, name
+        assert {"Ref": "AlarmTopic"} in actions, name  # one mail as well
+        (permission,) = [
+            res["Properties"]
+            for res in resources_of_type(template, "AWS::Lambda::Permission").values()
+            if referenced_id(res["Properties"].get("SourceArn")) == name
+        ]
+        assert permission["Principal"] == "lambda.alarms.cloudwatch.amazonaws.com"
+        assert referenced_id(permission["FunctionName"]) == "RealizerSwitchFunction"
+    opens, closes = resources["RealizerScalableTarget"]["Properties"]["ScheduledActions"]["Fn::If"][1]
+    assert opens["ScalableTargetAction"] == {"MinCapacity": 1, "MaxCapacity": {"Ref": "RealizerMaxTasks"}}
+    assert closes["ScalableTargetAction"]["MaxCapacity"] == {
+        "Fn::If": ["OffOutsideDeskHours", 0, {"Ref": "RealizerMaxTasks"}]
+    }
+    assert template["Parameters"]["RealizerOutsideDeskHours"]["Default"] == "off"
+
+
+def test_a_task_that_never_serves_is_stopped_by_one_alarm_within_a_bound(template: dict[str, Any]) -> None:
+    """RealizerNotServingAlarm: a task wanted and no worker polling (no job and no empty receive) for 40
+    minutes, above a cold start and SQS's late metrics, turns the off switch and mails once; no rule mails
+    per failed launch any more."""
+    not_serving = alarm(template, "RealizerNotServingAlarm")
+    (returned,) = [query for query in not_serving["Metrics"] if query.get("ReturnData")]
+    assert evaluate(returned["Expression"], desired=1, received=None, empty=None) == 1
+    assert evaluate(returned["Expression"], desired=1, received=0, empty=3) == 0  # a warm worker's long polls
+    assert evaluate(returned["Expression"], desired=1, received=4, empty=0) == 0
+    assert evaluate(returned["Expression"], desired=None, received=None, empty=None) == 0  # at rest
+    assert not_serving["EvaluationPeriods"] == not_serving["DatapointsToAlarm"] == 40
+    assert 2 * COLD_START_MAX_S + 5 * 60 <= 40 * 60
+    assert not_serving["TreatMissingData"] == "notBreaching"
+    rules = resources_of_type(template, "AWS::Events::Rule")
+    assert not [name for name, rule in rules.items() if "aws.autoscaling" in json.dumps(rule["Properties"])]
+
+
+def test_the_realize_queue_keeps_a_job_no_longer_than_the_deadline_and_a_minute(template: dict[str, Any]) -> None:
+    queue = template["Resources"]["RealizeQueue"]["Properties"]
+    deadline = template["Parameters"]["ReplyDeadlineSeconds"]["Default"]
+    assert 60 <= queue["MessageRetentionPeriod"] <= deadline + 60  # SQS keeps a message 60 s at least
+    assert queue["MessageRetentionPeriod"] > deadline
 
 
 def test_the_wake_outcomes_are_metrics_and_repeated_failures_are_alarmed(template: dict[str, Any]) -> None:
     for metric in ("RealizerWoken", "RealizerWakeFailed"):
-        assert metric in KNOWN_METRICS["EnrollmentDesk"], metric
+        assert metric in KNOWN_METRICS[DESK_NAMESPACE], metric
     failed = alarm(template, "RealizerWakeFailedAlarm")
     assert template["Resources"]["RealizerWakeFailedAlarm"]["Condition"] == "HasRealizer"
-    assert (failed["Namespace"], failed["MetricName"]) == ("EnrollmentDesk", "RealizerWakeFailed")
+    assert (failed["Namespace"], failed["MetricName"]) == (DESK_NAMESPACE_SUB, "RealizerWakeFailed")
     assert failed["Dimensions"] == [{"Name": "service", "Value": "dispatch_turn"}]
     assert failed["Threshold"] > 1  # one failed wake is retried by the next batch; the wake alarm is the backstop
     assert referenced_id(failed["AlarmActions"][0]) == "AlarmTopic"
@@ -162,20 +230,25 @@ def test_the_wake_outcomes_are_metrics_and_repeated_failures_are_alarmed(templat
 @pytest.mark.parametrize(
     ("series", "idle"),
     [
-        ({"running": None, "visible": None, "in_flight": None}, 0),  # the night: no task, an inactive queue
-        ({"running": 0, "visible": 1, "in_flight": 0}, 0),  # just woken: a job waits for the cold start
-        ({"running": 0, "visible": None, "in_flight": None}, 0),  # woken, the queue's metrics not back yet
-        ({"running": 1, "visible": 0, "in_flight": 1}, 0),  # a task at work
-        ({"running": 1, "visible": 0, "in_flight": 0}, 1),  # a task idle
-        ({"running": 1, "visible": None, "in_flight": None}, 1),  # a task, and SQS published nothing
+        ({"running": None, "sent": None, "received": None}, 0),  # the night: no task, an inactive queue
+        ({"running": 0, "sent": 1, "received": 0}, 0),  # just woken: a job waits for the cold start
+        ({"running": 0, "sent": None, "received": None}, 0),  # woken, the queue's metrics not back yet
+        ({"running": 1, "sent": 1, "received": 1}, 0),  # a task at work, for 3 s of the minute
+        ({"running": 1, "sent": 0, "received": 0}, 1),  # a task idle
+        ({"running": 1, "sent": None, "received": None}, 1),  # a task, and SQS published nothing
     ],
 )
 def test_the_idle_alarm_counts_only_minutes_in_which_a_task_ran_with_nothing_to_do(
     template: dict[str, Any], series: dict[str, float | None], idle: int
 ) -> None:
     """An alarm with a scaling action repeats it every minute it stays in ALARM, so an idle alarm that sat
-    in ALARM all night would undo every wake at once. It is idle only while a task runs."""
+    in ALARM all night would undo every wake at once. It is idle only while a task runs, and it reads the
+    queue's activity (the minute's sums of jobs sent and received), never its sampled gauges (issue 42)."""
     idle_alarm = alarm(template, "RealizerIdleAlarm")
+    for query in idle_alarm["Metrics"]:
+        if "MetricStat" in query and query["MetricStat"]["Metric"]["Namespace"] == "AWS/SQS":
+            assert query["MetricStat"]["Stat"] == "Sum"
+            assert query["MetricStat"]["Metric"]["MetricName"] in ("NumberOfMessagesSent", "NumberOfMessagesReceived")
     (returned,) = [query for query in idle_alarm["Metrics"] if query.get("ReturnData")]
     assert evaluate(returned["Expression"], **series) == idle
     assert idle_alarm["TreatMissingData"] == "notBreaching"
@@ -196,14 +269,12 @@ def test_the_wake_alarm_remains_the_backstop(template: dict[str, Any]) -> None:
 # --- alarms: quiet on a morning wake-up, loud about GPU hours --------------------------------------------
 
 
-def test_the_oldest_job_alarm_waits_longer_than_a_cold_start(template: dict[str, Any]) -> None:
-    oldest = alarm(template, "RealizeQueueOldestMessageAlarm")
-    assert oldest["MetricName"] == "ApproximateAgeOfOldestMessage"
-    assert referenced_id(oldest["Dimensions"][0]["Value"]) == "RealizeQueue"
-    assert oldest["Threshold"] >= COLD_START_MAX_S + 5 * 60
-    assert oldest["TreatMissingData"] == "notBreaching"  # an inactive queue publishes nothing: no job waits
-    assert "cold start" in oldest["AlarmDescription"]
-    assert "SQS resumes an inactive queue's metrics" in comment_above("RealizeQueueOldestMessageAlarm")
+def test_the_not_serving_alarm_waits_longer_than_a_cold_start(template: dict[str, Any]) -> None:
+    """It replaces the oldest-job alarm: a job now lives 120 s, so its age can no longer tell a stuck realizer."""
+    assert "RealizeQueueOldestMessageAlarm" not in template["Resources"]
+    not_serving = alarm(template, "RealizerNotServingAlarm")
+    assert not_serving["EvaluationPeriods"] * 60 >= COLD_START_MAX_S + 15 * 60
+    assert "SQS resumes an inactive queue's metrics" in comment_above("RealizerNotServingAlarm")
 
 
 def test_desk_hours_start_early_enough_for_a_cold_start(template: dict[str, Any]) -> None:
@@ -235,6 +306,7 @@ def test_gpu_hours_are_alarmed_after_a_desk_day(template: dict[str, Any]) -> Non
     assert (gpu["ComparisonOperator"], gpu["Threshold"]) == ("GreaterThanThreshold", {"Ref": "RealizerMinTasks"})
     assert gpu["TreatMissingData"] == "notBreaching"
     assert referenced_id(gpu["AlarmActions"][0]) == referenced_id(gpu["OKActions"][0]) == "AlarmTopic"
+    assert referenced_id(gpu["AlarmActions"][1]) == "RealizerSwitchFunction"  # and the off switch
     groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
     assert any("GpuHoursAlarmHours" in group["Parameters"] for group in groups)
 

@@ -28,6 +28,7 @@ FUNCTIONS = {
     "DispatchTurnFunction": {"CodeUri": "functions/dispatch_turn/", "Handler": "dispatch_turn.lambda_handler"},
     "ScreenReplyFunction": {"CodeUri": "functions/screen_reply/", "Handler": "screen_reply.lambda_handler"},
     "SweepTurnsFunction": {"CodeUri": "functions/sweep_turns/", "Handler": "sweep_turns.lambda_handler"},
+    "RealizerSwitchFunction": {"CodeUri": "functions/realizer_switch/", "Handler": "realizer_switch.lambda_handler"},
 }
 SERVICE_NAMES = {
     "TurnApiFunction": "turn_api",
@@ -35,6 +36,7 @@ SERVICE_NAMES = {
     "DispatchTurnFunction": "dispatch_turn",
     "ScreenReplyFunction": "screen_reply",
     "SweepTurnsFunction": "sweep_turns",
+    "RealizerSwitchFunction": "realizer_switch",
 }
 REQUIRED_ENV = {
     "TurnApiFunction": {
@@ -61,6 +63,7 @@ REQUIRED_ENV = {
         "DISPATCH_FAILURE_QUEUE_URL",
         "LOG_LEVEL",
     },
+    "RealizerSwitchFunction": {"TABLE_NAME", "REALIZER_MIN_TASKS", "REALIZER_MAX_TASKS", "LOG_LEVEL"},
     "StaffApiFunction": {
         "TABLE_NAME",
         "DOMAIN_PACK_DIR",
@@ -462,7 +465,7 @@ def test_function_environment_keeps_bodies_out_of_logs(template: dict[str, Any],
     assert env["POWERTOOLS_LOGGER_LOG_EVENT"] == "false"
     assert env["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
     assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAMES[name]
-    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "EnrollmentDesk"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == DESK_NAMESPACE_SUB
     assert env["DOMAIN_PACK_DIR"] == {"Fn::Sub": "/opt/data/${DomainPack}"}
     assert REQUIRED_ENV[name] <= set(env)
 
@@ -498,6 +501,20 @@ LAMBDA_RUNTIME = "python3.12"
 RESOURCELESS_ACTIONS = {"ecr:GetAuthorizationToken", "ecs:DiscoverPollEndpoint"}
 # Actions allowed on "*" only with a condition that pins them to this stack's cluster.
 CONDITIONED_ACTIONS = {"ecs:Poll", "ecs:StartTelemetrySession"}
+# The desk's own metrics' namespace: the stack's name in it, so two desks in one account and region
+# neither mix their figures nor set off each other's alarms (issue 42, item 4).
+DESK_NAMESPACE = "EnrollmentDesk/${AWS::StackName}"
+DESK_NAMESPACE_SUB = {"Fn::Sub": DESK_NAMESPACE}
+
+
+def namespace_of(value: Any) -> str:
+    """A metric's namespace as text: AWS's as they are, the desk's own as its Fn::Sub's text."""
+    if isinstance(value, dict) and set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
+        return str(value["Fn::Sub"])
+    assert isinstance(value, str), value
+    return value
+
+
 # CloudWatch metrics the scaling policies and alarms may use, by namespace: a misspelt metric name
 # deploys cleanly and never gets a datapoint, so the alarm or policy silently never acts.
 KNOWN_METRICS = {
@@ -505,6 +522,10 @@ KNOWN_METRICS = {
         "ApproximateNumberOfMessagesVisible",
         "ApproximateNumberOfMessagesNotVisible",
         "ApproximateAgeOfOldestMessage",
+        # Counters, each minute's sums: the idle and not-serving alarms read activity (issue 42).
+        "NumberOfMessagesSent",
+        "NumberOfMessagesReceived",
+        "NumberOfEmptyReceives",
     },
     "ECS/ContainerInsights": {"RunningTaskCount", "DesiredTaskCount"},
     "AWS/Lambda": {"Errors", "Throttles"},
@@ -513,7 +534,7 @@ KNOWN_METRICS = {
     "AWS/AutoScaling": {"GroupDesiredCapacity", "GroupInServiceInstances", "GroupPendingInstances"},
     # The metrics the functions emit (Powertools, EMF): every add_metric(name="...") in their code and
     # their layer's (the staff store counts a failed audit copy).
-    "EnrollmentDesk": {
+    DESK_NAMESPACE: {
         name
         for path in [*(ROOT / "functions").rglob("*.py"), *(ROOT / "layers" / "dialogue" / "dialogue").rglob("*.py")]
         for name in re.findall(r'add_metric\(name="(\w+)"', path.read_text())
@@ -997,7 +1018,7 @@ def test_realizer_scales_on_backlog_per_task_and_wakes_from_zero(template: dict[
     assert watched == [("ApproximateNumberOfMessagesVisible", "RealizeQueue")]
 
 
-def test_alarms_watch_both_dead_letter_queues_and_the_oldest_realize_job(template: dict[str, Any]) -> None:
+def test_alarms_watch_both_dead_letter_queues_and_a_realizer_that_does_not_serve(template: dict[str, Any]) -> None:
     watched = set()
     for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values():
         props = alarm["Properties"]
@@ -1007,13 +1028,16 @@ def test_alarms_watch_both_dead_letter_queues_and_the_oldest_realize_job(templat
     assert ("ApproximateNumberOfMessagesVisible", "RealizeDeadLetterQueue") in watched
     assert ("ApproximateNumberOfMessagesVisible", "ScreenDeadLetterQueue") in watched
     assert ("ApproximateNumberOfMessagesVisible", "DispatchFailureQueue") in watched
-    assert ("ApproximateAgeOfOldestMessage", "RealizeQueue") in watched
+    # A realize job lives 120 s (issue 42), so its age tells nothing: RealizerNotServingAlarm watches the
+    # realizer instead (tests/deploy/test_gpu_capacity.py).
+    assert ("ApproximateAgeOfOldestMessage", "RealizeQueue") not in watched
+    assert "RealizerNotServingAlarm" in template["Resources"]
 
 
 def test_an_alarm_sees_a_turn_read_pending_past_its_deadline(template: dict[str, Any]) -> None:
     alarms = [alarm["Properties"] for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values()]
     (alarm,) = [a for a in alarms if a.get("MetricName") == "TurnsPendingPastDeadline"]
-    assert (alarm["Namespace"], dimension(alarm, "service")) == ("EnrollmentDesk", "turn_api")
+    assert (alarm["Namespace"], dimension(alarm, "service")) == (DESK_NAMESPACE_SUB, "turn_api")
     assert referenced_id(alarm["AlarmActions"][0]) == "AlarmTopic"
 
 
@@ -1021,7 +1045,7 @@ def test_metric_names_exist(template: dict[str, Any]) -> None:
     metrics = list(metric_stats(template["Resources"]))
     assert metrics
     for metric in metrics:
-        assert metric["MetricName"] in KNOWN_METRICS[metric["Namespace"]], metric
+        assert metric["MetricName"] in KNOWN_METRICS[namespace_of(metric["Namespace"])], metric
 
 
 def test_every_parameter_is_in_the_deploy_guide_and_the_outputs_exist(template: dict[str, Any]) -> None:
@@ -1248,7 +1272,9 @@ def test_turns_that_outlived_the_pack_and_turns_the_sweeper_failed_on_are_alarme
     assert emitters("StaleTurnsFinalized") == {"screen_reply", "sweep_turns"}
     alarm = template["Resources"]["StaleTurnsFinalizedAlarm"]["Properties"]
     stats = {query["Id"]: query["MetricStat"]["Metric"] for query in alarm["Metrics"] if "MetricStat" in query}
-    assert {(m["Namespace"], m["MetricName"]) for m in stats.values()} == {("EnrollmentDesk", "StaleTurnsFinalized")}
+    assert {(namespace_of(m["Namespace"]), m["MetricName"]) for m in stats.values()} == {
+        (DESK_NAMESPACE, "StaleTurnsFinalized")
+    }
     assert {dimension(m, "service") for m in stats.values()} == emitters("StaleTurnsFinalized")
     (returned,) = [query for query in alarm["Metrics"] if query.get("ReturnData")]
     assert set(re.findall(r"\bFILL\((\w+), 0\)", returned["Expression"])) == set(stats)
@@ -1257,7 +1283,7 @@ def test_turns_that_outlived_the_pack_and_turns_the_sweeper_failed_on_are_alarme
     assert emitters("TurnsNotSwept") == {"sweep_turns"}
     failed = template["Resources"]["TurnsNotSweptAlarm"]["Properties"]
     assert (failed["Namespace"], failed["MetricName"], dimension(failed, "service")) == (
-        "EnrollmentDesk",
+        DESK_NAMESPACE_SUB,
         "TurnsNotSwept",
         "sweep_turns",
     )

@@ -21,6 +21,7 @@ from devstack.stack import LocalStack
 from dialogue.aws.ecs import EcsServiceWaker
 from dialogue.aws.factory import get_realizer_waker, reset_caches
 from dialogue.ports import WakeOutcome
+from dialogue.replies import COLD_REPLY_LINE
 from tests.fake_aws import mocked_aws
 
 REGION = "us-east-1"
@@ -230,3 +231,192 @@ def test_a_wake_that_fails_never_fails_the_dispatch(
     messages = stack.sqs.receive_message(QueueUrl=stack.realize_queue.url, MaxNumberOfMessages=10)["Messages"]
     assert len(messages) == 1  # the job went out all the same
     assert desired_count(client) == 0
+
+
+# --- the off switch and a cold realizer (issue 42) -------------------------------------------------------
+
+
+def register_target(maximum: int, minimum: int = 0) -> Any:
+    """The service's scalable target, as RealizerScalableTarget registers it, on moto's Application Auto
+    Scaling."""
+    scaling = boto3.client("application-autoscaling", region_name=REGION)
+    scaling.register_scalable_target(
+        ServiceNamespace="ecs",
+        ResourceId=f"service/{CLUSTER}/{SERVICE}",
+        ScalableDimension="ecs:service:DesiredCount",
+        MinCapacity=minimum,
+        MaxCapacity=maximum,
+    )
+    return scaling
+
+
+def test_the_wake_call_respects_the_scalable_targets_maximum(ecs: Any) -> None:
+    """UpdateService ignores Application Auto Scaling's bounds, so the waker reads the maximum itself: at 0
+    (the off switch) it wakes nothing, and the turn is told it is cold."""
+    scaling = register_target(maximum=0)
+    counting = CountingClient(ecs)
+    waker = EcsServiceWaker(counting, cluster=CLUSTER, service=SERVICE, scaling=scaling)
+    assert waker.wake() is WakeOutcome.OFF
+    assert waker.cold
+    assert desired_count(ecs) == 0
+    assert counting.calls == ["describe"]
+    # Remembered for a minute, as "wanted" is: a busy minute asks once.
+    assert waker.wake() is WakeOutcome.OFF
+    assert counting.calls == ["describe"]
+
+
+def test_under_a_maximum_of_one_or_more_the_wake_call_wakes_and_the_realizer_is_cold(ecs: Any) -> None:
+    scaling = register_target(maximum=2)
+    waker = EcsServiceWaker(ecs, cluster=CLUSTER, service=SERVICE, scaling=scaling)
+    assert waker.wake() is WakeOutcome.WOKEN
+    assert waker.cold  # no task runs yet: a cold start is minutes away
+    assert desired_count(ecs) == 1
+
+
+@dataclass
+class RunningClient:
+    """An ECS client whose service wants one task and runs it (moto starts none)."""
+
+    running: int = 1
+
+    def describe_services(self, **_: Any) -> Any:
+        return {"services": [{"status": "ACTIVE", "desiredCount": 1, "runningCount": self.running}]}
+
+    def update_service(self, **_: Any) -> Any:  # pragma: no cover - never reached
+        raise AssertionError("a service that wants a task is left alone")
+
+
+def test_a_running_task_is_warm_and_a_wanted_one_not_yet_running_is_cold() -> None:
+    warm = EcsServiceWaker(RunningClient(1), cluster=CLUSTER, service=SERVICE)
+    assert warm.wake() is WakeOutcome.WANTED and not warm.cold
+    starting = EcsServiceWaker(RunningClient(0), cluster=CLUSTER, service=SERVICE)
+    assert starting.wake() is WakeOutcome.WANTED and starting.cold
+
+
+def test_the_switch_sets_the_maximum_to_zero_and_back_to_the_stacks_range(ecs: Any) -> None:
+    from dialogue.aws.ecs import RealizerSwitch, scalable_maximum
+
+    scaling = register_target(maximum=2)
+    ecs.update_service(cluster=CLUSTER, service=SERVICE, desiredCount=1)
+    switch = RealizerSwitch(ecs, scaling, cluster=CLUSTER, service=SERVICE, min_tasks=0, max_tasks=2)
+    switch.off()
+    assert scalable_maximum(scaling, CLUSTER, SERVICE) == 0
+    assert desired_count(ecs) == 0
+    assert EcsServiceWaker(ecs, cluster=CLUSTER, service=SERVICE, scaling=scaling).wake() is WakeOutcome.OFF
+    switch.on()
+    assert scalable_maximum(scaling, CLUSTER, SERVICE) == 2
+    assert EcsServiceWaker(ecs, cluster=CLUSTER, service=SERVICE, scaling=scaling).wake() is WakeOutcome.WOKEN
+
+
+def test_the_switch_function_turns_off_on_an_alarm_and_on_only_when_asked(
+    ecs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import realizer_switch
+
+    from devstack.events import FakeLambdaContext
+    from dialogue.aws.ecs import scalable_maximum
+
+    scaling = register_target(maximum=2)
+    monkeypatch.setenv("TABLE_NAME", "conversations")
+    monkeypatch.setenv("REALIZER_CLUSTER", CLUSTER)
+    monkeypatch.setenv("REALIZER_SERVICE", SERVICE)
+    reset_caches()
+    realizer_switch.get_switch.cache_clear()
+    context = FakeLambdaContext(function_name="realizer_switch")
+    alarm = {"source": "aws.cloudwatch", "alarmData": {"alarmName": "GpuHoursAlarm", "state": {"value": "ALARM"}}}
+    try:
+        assert realizer_switch.lambda_handler(alarm, context) == {"switch": "off"}
+        assert scalable_maximum(scaling, CLUSTER, SERVICE) == 0
+        back_to_ok = {**alarm, "alarmData": {"alarmName": "GpuHoursAlarm", "state": {"value": "OK"}}}
+        assert realizer_switch.lambda_handler(back_to_ok, context) == {"switch": "unchanged"}
+        assert scalable_maximum(scaling, CLUSTER, SERVICE) == 0  # an alarm's OK turns nothing on
+        assert realizer_switch.lambda_handler({"switch": "on"}, context) == {"switch": "on"}
+        assert scalable_maximum(scaling, CLUSTER, SERVICE) == 2
+    finally:
+        realizer_switch.get_switch.cache_clear()
+        reset_caches()
+
+
+def replies_shown(stack: LocalStack) -> list[str]:
+    """The replies the table keeps (REPLY items), as the resident's page shows them."""
+    return [str(item["reply"]["S"]) for item in stack.table_items() if "reply" in item]
+
+
+def test_a_turn_that_finds_the_realizer_cold_gets_its_fallback_in_seconds_held_for_a_persons_check(
+    stack_with_a_realizer: tuple[LocalStack, Any],
+) -> None:
+    from dialogue.pack import get_pack
+    from dialogue.replies import cold_reply_line
+
+    stack, client = stack_with_a_realizer
+    conversation_id = stack.call_api("POST", "/conversations").body["conversation_id"]
+    response = stack.call_api(
+        "POST", f"/conversations/{conversation_id}/turns", {"text": "I want the Data Support Certificate."}
+    )
+    assert response.status == 202
+    assert stack.run_dispatch() == 1
+    assert desired_count(client) == 1  # woken all the same
+    assert stack.metric_total("ColdTurns") == 1
+    stack.advance(3)  # seconds, not the 60 s deadline
+    assert stack.run_screen_function() == 1
+    turn = stack.stored_turn(conversation_id, 1)
+    assert turn["status"] == "final" and turn["fallback_used"] is True
+    assert turn["human_review"] == "pending"  # held for a person's check: the review queue
+    assert stack.pending_turns() == []
+    (reply,) = replies_shown(stack)
+    assert reply.endswith(" " + cold_reply_line(get_pack()))
+
+
+def test_a_turn_while_switched_off_wakes_nothing_and_gets_the_line(
+    stack_with_a_realizer: tuple[LocalStack, Any],
+) -> None:
+    stack, client = stack_with_a_realizer
+    register_target(maximum=0)
+    reset_caches()
+    post_generated_turn(stack)
+    assert stack.run_dispatch() == 1
+    assert desired_count(client) == 0
+    assert stack.metric_total("RealizerOff") == 1
+    assert stack.metric_total("RealizerWoken") == 0
+    assert stack.metric_total("ColdTurns") == 1
+    stack.advance(3)
+    assert stack.run_screen_function() == 1
+    assert stack.pending_turns() == []
+    (reply,) = replies_shown(stack)
+    assert reply.endswith(COLD_REPLY_LINE)  # the seed's pack gives no line of its own: the default
+
+
+def test_a_turn_that_finds_the_realizer_warm_keeps_its_full_deadline(
+    stack_with_a_realizer: tuple[LocalStack, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task running: the turn is left its reply deadline for the model's words, as before."""
+    import dispatch_turn
+
+    stack, _ = stack_with_a_realizer
+    warm = EcsServiceWaker(RunningClient(1), cluster=CLUSTER, service=SERVICE)
+    monkeypatch.setattr(dispatch_turn, "get_realizer_waker", lambda: warm)
+    post_generated_turn(stack)
+    assert stack.run_dispatch() == 1
+    assert stack.metric_total("ColdTurns") == 0
+    stack.advance(3)
+    assert stack.run_screen_function() == 0  # the deadline is still 57 s away
+    assert len(stack.pending_turns()) == 1
+
+
+def test_the_switch_function_without_a_realizer_switches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first deploy has no realizer service (no image yet): an alarm's call is logged and answered."""
+    import realizer_switch
+
+    from devstack.events import FakeLambdaContext
+
+    monkeypatch.setenv("TABLE_NAME", "conversations")
+    monkeypatch.delenv("REALIZER_CLUSTER", raising=False)
+    monkeypatch.delenv("REALIZER_SERVICE", raising=False)
+    reset_caches()
+    try:
+        event = {"alarmData": {"alarmName": "GpuHoursAlarm", "state": {"value": "ALARM"}}}
+        context = FakeLambdaContext(function_name="realizer_switch")
+        assert realizer_switch.lambda_handler(event, context) == {"switch": "no realizer"}
+        assert realizer_switch.requested({"switch": "sideways"}) is None
+    finally:
+        reset_caches()

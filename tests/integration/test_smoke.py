@@ -79,7 +79,8 @@ def test_the_template_realizer_reads_as_the_fixed_fallback(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[-2] == f"smoke: reply: {FALLBACK}"
-    assert lines[-1].startswith("smoke: the desk's fixed fallback for request_contact: the reply deadline passed")
+    assert lines[-1].startswith("smoke: the desk's fixed fallback for request_contact: the realizer was cold")
+    assert "the reply deadline passed" in lines[-1]
     assert lines[-1].endswith("the public API does not say which.")
 
 
@@ -244,3 +245,19 @@ def test_a_desk_that_answers_with_fixed_text_fails_with_one_sentence(fixed_answe
         "smoke: the desk answered the scripted turn with refuse (HTTP 200), not a generated action: it does not "
         "run the Riverton Skills Centre enrollment desk (--pack names the desk it runs)."
     ]
+
+
+def test_a_cold_turns_fallback_with_the_persons_check_line_reads_as_the_fallback() -> None:
+    """Issue 42: a turn that found the realizer cold shows the fixed fallback and the desk's line that a
+    person will check it; the smoke must not take that for a reply the model worded."""
+    from dialogue.actions import Action
+    from dialogue.pack import get_pack
+    from dialogue.replies import cold_reply_line
+    from ops.smoke import is_fixed_fallback
+
+    pack = get_pack()
+    slots = {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "unknown"}
+    assert is_fixed_fallback(FALLBACK, Action.REQUEST_CONTACT, slots, pack) is True
+    cold = f"{FALLBACK} {cold_reply_line(pack)}"
+    assert is_fixed_fallback(cold, Action.REQUEST_CONTACT, slots, pack) is True
+    assert is_fixed_fallback(WORDED, Action.REQUEST_CONTACT, slots, pack) is False

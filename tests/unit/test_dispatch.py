@@ -140,3 +140,43 @@ def test_the_code_check_and_the_filter_pattern_agree(record: dict[str, object], 
 
     assert is_pending_turn_insert(record) is passes
     assert EventPattern.load(json.dumps(PENDING_TURN_INSERTS)).matches_event(record) is passes
+
+
+def test_a_turn_that_found_the_realizer_cold_gets_a_second_deadline_in_seconds_marked_cold(pack: DomainPack) -> None:
+    """Issue 42: a cold realizer (starting, or switched off) cannot word a reply inside the deadline, so
+    after the batch the turn is sent a second deadline, marked cold, due seconds after it; its own deadline
+    (and its job) went out as always, and whichever deadline arrives first finalizes the turn."""
+    from dialogue.dispatch import send_cold_deadline
+
+    turn = pending_turn(pack)
+    queues = RecordingQueues()
+    dispatch_pending_turn(turn, queues=queues, pack=pack, now=CREATED + timedelta(seconds=1), reply_deadline=DEADLINE)
+    send_cold_deadline(
+        turn,
+        queues=queues,
+        now=CREATED + timedelta(seconds=1),
+        reply_deadline=DEADLINE,
+        cold_fallback=timedelta(seconds=2),
+    )
+    (kind1, own, own_delay), (kind2, _, _), (kind3, cold, cold_delay) = queues.sent
+    assert (kind1, kind2, kind3) == ("deadline", "job", "deadline")
+    assert isinstance(own, ReplyDeadline) and isinstance(cold, ReplyDeadline)
+    assert own.realizer_cold is False and own_delay == 59
+    assert cold.realizer_cold is True
+    assert cold.due_at == CREATED + timedelta(seconds=2) and cold_delay == 1
+    assert (cold.conversation_id, cold.turn_id, cold.action, cold.slots) == (
+        own.conversation_id,
+        3,
+        own.action,
+        own.slots,
+    )
+    # Never later than the turn's own deadline.
+    late = RecordingQueues()
+    send_cold_deadline(
+        turn, queues=late, now=CREATED, reply_deadline=timedelta(seconds=1), cold_fallback=timedelta(seconds=2)
+    )
+    assert late.sent[0][1].due_at == CREATED + timedelta(seconds=1)  # type: ignore[union-attr]
+    # A deadline sent before this release (no field) reads as not cold.
+    old = own.model_dump(mode="json")
+    del old["realizer_cold"]
+    assert ReplyDeadline.model_validate(old) == own

@@ -1,8 +1,10 @@
 """`python -m devstack fleet`: the realizer's control loop simulated from template.yaml (devstack.fleet).
 
-A short run gives sane, reproducible figures; an idle alarm on sampled queue gauges (today's
-RealizerIdleAlarm) is caught scaling the realizer in while residents are still talking; and a change to
-the template, or to a parameter, changes the result.
+A short run gives sane, reproducible figures; an idle alarm on sampled queue gauges (RealizerIdleAlarm as
+issue 42 found it) is caught scaling the realizer in while residents are still talking; a change to the
+template, or to a parameter, changes the result; and the template since issue 42 meets the issue's goals
+for one desk: kept warm through desk hours, no mid-day scale-in, the off switch outside them and on the
+GPU-hours alarm, and a task that never turns healthy stopped within a bound.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from devstack.fleet import (
     SCENARIOS,
     Expression,
     FleetError,
+    WakeCall,
     load_template,
     parse_cron,
     read_config,
@@ -93,6 +96,30 @@ def gauge_template(template: dict[str, Any]) -> dict[str, Any]:
     return changed
 
 
+@pytest.fixture(scope="module")
+def before_template(gauge_template: dict[str, Any]) -> dict[str, Any]:
+    """The template as issue 42 found it, in what the simulation reads: the gauge idle alarm, jobs kept an
+    hour, no not-serving alarm, the GPU-hours alarm only mailing, no fast fallback for a cold turn. With
+    `WakeCall.before_issue_42()` (the target's maximum ignored)."""
+    changed = copy.deepcopy(gauge_template)
+    resources = changed["Resources"]
+    resources["RealizeQueue"]["Properties"]["MessageRetentionPeriod"] = 3600
+    del resources["RealizerNotServingAlarm"]
+    gpu = resources["GpuHoursAlarm"]["Properties"]
+    gpu["AlarmActions"] = [action for action in gpu["AlarmActions"] if action == {"Ref": "AlarmTopic"}]
+    del resources["DispatchTurnFunction"]["Properties"]["Environment"]["Variables"]["COLD_FALLBACK_SECONDS"]
+    return changed
+
+
+DESK_HOURS = {
+    "DeskOpensSchedule": "cron(30 8 ? * MON-FRI *)",  # the default pack's 09:00, half an hour early
+    "DeskClosesSchedule": "cron(0 17 ? * MON-FRI *)",
+    "DeskTimezone": "Europe/London",
+}
+"""The default pack's desk hours (Riverton: 09:00-17:00 on weekdays, Europe/London) as its operator sets them."""
+WEEK = 5  # Monday to Friday
+
+
 def test_a_short_run_gives_sane_figures_and_the_same_seed_the_same_figures(template: dict[str, Any]) -> None:
     first = simulate("desk", days=DAYS, seed=7, template=template)
     record = first.record()
@@ -131,11 +158,11 @@ def test_the_settings_come_from_the_template(template: dict[str, Any]) -> None:
         read_config(template, {"NoSuchParameter": "1"})
 
 
-def test_it_catches_an_idle_alarm_on_sampled_gauges_scaling_in_mid_day(gauge_template: dict[str, Any]) -> None:
+def test_it_catches_an_idle_alarm_on_sampled_gauges_scaling_in_mid_day(before_template: dict[str, Any]) -> None:
     """Issue 42: a warm worker holds a job 2-3 s, so most once-a-minute samples of the queue's gauges read 0
     under steady desk traffic; 15 zero samples in a row come within the hour and the realizer goes to 0
     while residents are still talking, and the turns of the next cold start get the fallback."""
-    result = simulate("desk", days=DAYS, seed=7, template=gauge_template)
+    result = simulate("desk", days=DAYS, seed=7, template=before_template, wake=WakeCall.before_issue_42())
     assert result.mid_day_scale_ins > DAYS  # several a day
     assert result.cold_starts > DAYS
     assert result.worded_share < 0.99
@@ -165,16 +192,19 @@ def test_the_abuse_profile_adds_a_strangers_turns_around_the_clock(template: dic
     abuse = simulate("abuse", days=2, seed=3, template=template)
     config = read_config(template)
     stranger = 2 * (24 * 60 // 14) + 2 * (config.turn_burst + int(config.turn_rate_per_s * 60))
-    assert abuse.generated_turns - desk.generated_turns == pytest.approx(stranger, abs=50)
-    assert abuse.gpu_hours > desk.gpu_hours
+    # The desks' own turns are drawn apart in each scenario (the seed names it): about 2 x 370 each.
+    assert abuse.generated_turns - desk.generated_turns == pytest.approx(stranger, abs=150)
+    # The stranger kept a GPU up through the first night until the GPU-hours alarm turned the off switch.
+    assert abuse.switched_off == 1 and desk.switched_off == 0
 
 
-def test_an_image_that_never_becomes_healthy_keeps_a_gpu_and_words_nothing(template: dict[str, Any]) -> None:
-    """Today nothing returns the realizer to 0 while turns keep coming: ECS replaces the hung task again
-    and again (every REALIZER_MAX_LOAD_SECONDS + heartbeat age + retries), and the instance bills."""
-    config = read_config(template)
+def test_an_image_that_never_becomes_healthy_kept_a_gpu_and_worded_nothing(before_template: dict[str, Any]) -> None:
+    """As issue 42 found it, nothing returned the realizer to 0 while turns kept coming: ECS replaces the hung
+    task again and again (every REALIZER_MAX_LOAD_SECONDS + heartbeat age + retries), and the instance bills."""
+    config = read_config(before_template)
     assert config.unhealthy_replaced_after_s == 900 + 120 + 3 * 30
-    result = simulate("unhealthy", days=1, seed=3, template=template)
+    wake = WakeCall.before_issue_42()
+    result = simulate("unhealthy", days=1, seed=3, template=before_template, wake=wake)
     assert result.worded_share == 0 and result.wait_p50_s is None and result.cost_per_worded_reply_usd is None
     assert result.cold_starts >= 3  # replacement after replacement, each a load that never ends
     assert result.gpu_hours > result.desk_hours  # billed all desk day, and past it
@@ -200,3 +230,100 @@ def test_the_command_prints_one_json_object_per_scenario(capsys: pytest.CaptureF
     assert [json.loads(line)["scenario"] for line in lines] == list(SCENARIOS)
     assert all(tuple(json.loads(line)) == FIELDS for line in lines)
     assert main(["fleet", "--days", "1", "--scenario", "desk", "--parameter", "Nope=1"]) == 2
+
+
+# --- issue 42, item 2: the template since, against the issue's goals ----------------------------------------
+
+
+def test_idleness_is_judged_on_the_queues_activity_never_on_its_sampled_gauges(template: dict[str, Any]) -> None:
+    config = read_config(template)
+    (idle,) = [alarm for alarm in config.alarms if alarm.name == "RealizerIdleAlarm"]
+    read = {query.series for query in idle.queries if query.series}
+    assert read == {"sqs.sent", "sqs.received", "ecs.running"}
+    assert all(query.stat == "Sum" for query in idle.queries if query.series.startswith("sqs."))
+    assert config.retention_s <= config.reply_deadline_s + 60  # a job outlives its deadline by a minute at most
+    assert config.cold_fallback_s is not None and config.cold_fallback_s <= 5
+    assert WakeCall.today().respects_max
+
+
+def test_one_desk_kept_warm_through_its_hours_meets_the_goals(template: dict[str, Any]) -> None:
+    """Issue 42's goals for one desk: no mid-day scale-in, at least 99% of the generated turns inside desk
+    hours worded by the model, GPU hours at most 1.1 times the desk's hours."""
+    result = simulate("desk", days=WEEK, seed=7, template=template, parameters=DESK_HOURS)
+    assert result.mid_day_scale_ins == 0
+    assert result.worded_share_in_desk_hours >= 0.99
+    assert result.gpu_hours <= 1.1 * result.desk_hours
+    assert result.switched_off == 0 and result.alarm_mails == 0
+
+
+def test_woken_on_demand_the_desk_scales_in_mid_day_which_is_why_desk_hours_keep_it_warm(
+    template: dict[str, Any],
+) -> None:
+    """The decision, by the numbers: without desk hours the activity idle alarm still finds 15 quiet minutes
+    in a desk day (the first and last hours are thin), and each costs the next turns a cold start; their
+    turns get the fallback in seconds with the line that a person will check them."""
+    warm = simulate("desk", days=WEEK, seed=7, template=template, parameters=DESK_HOURS)
+    on_demand = simulate("desk", days=WEEK, seed=7, template=template)
+    assert on_demand.mid_day_scale_ins > 0
+    assert on_demand.worded_share_in_desk_hours < warm.worded_share_in_desk_hours
+    assert on_demand.cold_turns > 0 and warm.cold_turns == 0
+
+
+def test_with_desk_hours_a_stranger_adds_no_gpu_hour_outside_them(template: dict[str, Any]) -> None:
+    """The abuse profile with the off switch's schedule on: outside desk hours the target's maximum is 0 and
+    the wake call respects it, so the stranger's turns every 14 minutes start nothing; the GPU hours outside
+    desk hours are the desk's own early start and wind-down."""
+    desk = simulate("desk", days=WEEK, seed=7, template=template, parameters=DESK_HOURS)
+    abuse = simulate("abuse", days=WEEK, seed=7, template=template, parameters=DESK_HOURS)
+    assert abuse.gpu_hours_outside_desk_hours <= desk.gpu_hours_outside_desk_hours + 0.1 * WEEK
+    assert abuse.gpu_hours <= 1.1 * abuse.desk_hours
+    assert abuse.cold_turns > 0  # the stranger's night turns: the fallback at once, no GPU
+    # As issue 42 found it (the maximum ignored, the schedule leaving it at 2), the stranger kept it up.
+    before = simulate("abuse", days=2, seed=7, template=template, parameters={**DESK_HOURS,
+                      "RealizerOutsideDeskHours": "on-demand"})  # fmt: skip
+    assert before.gpu_hours_outside_desk_hours > abuse.gpu_hours_outside_desk_hours / WEEK * 2
+
+
+def test_without_desk_hours_the_gpu_hours_alarm_turns_the_off_switch(template: dict[str, Any]) -> None:
+    """The abuse profile without a schedule: the stranger keeps a GPU up until GpuHoursAlarm's ALARM turns
+    the off switch, which then holds until an operator turns it on: GpuHoursAlarmHours of full clock hours
+    and the partial first one at most, once."""
+    hours = int(template["Parameters"]["GpuHoursAlarmHours"]["Default"])
+    result = simulate("abuse", days=3, seed=7, template=template)
+    assert result.switched_off == 1
+    assert result.gpu_hours_most_in_a_day <= hours + 1.5
+    assert result.gpu_hours <= hours + 1.5  # off after the first day: no operator turned it on
+
+
+def test_a_task_that_never_becomes_healthy_is_stopped_within_a_bound_with_one_alarm(template: dict[str, Any]) -> None:
+    """RealizerNotServingAlarm: a task wanted 40 minutes and no worker polling turns the off switch and mails
+    once (ALARM, then OK), where ECS's replacements went on all day before."""
+    result = simulate("unhealthy", days=1, seed=3, template=template)
+    assert result.switched_off == 1
+    assert result.gpu_hours <= 1.5  # 40 minutes, the alarm's evaluation and the instance's 15-minute end
+    assert result.alarm_mails <= 2
+
+
+def test_once_warm_a_worded_reply_comes_in_seconds(template: dict[str, Any]) -> None:
+    """Issue 42 asks for a p95 of at most 5 s once warm. The simulation's p50 is 5 s and its p95 about 5.6 s:
+    the second assumed from the turn to its job on the queue, the worker's 1 s top-up receive, its 2-3 s
+    batch and the half second to screen and store. The template sets none of these; README says so."""
+    warm = simulate("desk", days=2, seed=7, template=template, parameters={"RealizerMinTasks": "1"})
+    assert warm.worded_share == 1.0
+    assert warm.wait_p50_s is not None and warm.wait_p50_s <= 5.0
+    assert warm.wait_p95_s is not None and warm.wait_p95_s <= 6.0
+
+
+def test_desk_hours_come_from_the_packs_hours_half_an_hour_early() -> None:
+    from devstack.fleet import Traffic, desk_hours_parameters
+
+    traffic = Traffic(open_hours=dict.fromkeys(range(5), (9 * 3600.0, 17 * 3600.0)), time_zone="Europe/London")
+    assert desk_hours_parameters(traffic) == {
+        "DeskOpensSchedule": "cron(30 8 ? * MON,TUE,WED,THU,FRI *)",
+        "DeskClosesSchedule": "cron(0 17 ? * MON,TUE,WED,THU,FRI *)",
+        "DeskTimezone": "Europe/London",
+    }
+    assert parse_cron(desk_hours_parameters(traffic)["DeskOpensSchedule"]) == (30, 8, frozenset(range(5)))
+    uneven = Traffic(open_hours={0: (9 * 3600.0, 17 * 3600.0), 5: (10 * 3600.0, 13 * 3600.0)})
+    with pytest.raises(FleetError):
+        desk_hours_parameters(uneven)

@@ -193,3 +193,29 @@ def test_a_stored_state_is_read_under_todays_frame(pack: DomainPack) -> None:
     assert changed == ("program", "childcare_needed", "reminder")
     same = {"program": "forklift", "childcare_needed": "no", "contact_channel": "phone"}
     assert DialogueState.read_stored(pack.frame, same) == (DialogueState(slots=same), ())
+
+
+def test_a_cold_deadline_adds_the_desks_line_and_holds_the_turn_for_a_persons_check(pack: DomainPack) -> None:
+    """Issue 42: the fallback of a turn that found the realizer cold says a person will check it, and is
+    held for that check (pending, the fallback as the draft the staff review); the desk's line comes from
+    its pack, else the default."""
+    from types import SimpleNamespace
+
+    from dialogue.realize import ReplyDeadline
+    from dialogue.replies import COLD_REPLY_LINE, cold_reply_line
+    from dialogue.screens import deadline_outcome
+
+    slots = {"program": "forklift", "childcare_needed": "unknown", "contact_channel": "email"}
+    warm = ReplyDeadline(
+        conversation_id=uuid4(), turn_id=2, action=Action.CONFIRM, due_at=datetime.now(UTC), slots=slots
+    )
+    cold = warm.model_copy(update={"realizer_cold": True})
+    plain, held = deadline_outcome(warm, pack), deadline_outcome(cold, pack)
+    assert plain.human_review is HumanReview.NOT_APPLICABLE and plain.draft is None
+    assert held.final_reply == f"{plain.final_reply} {COLD_REPLY_LINE}"
+    assert held.fallback_used and held.screens_fired == (Screen.DEADLINE,)
+    assert held.human_review is HumanReview.PENDING
+    assert held.draft is not None and held.draft.text == plain.final_reply
+    own = SimpleNamespace(spec=SimpleNamespace(domain=SimpleNamespace(cold_reply_line="Staff read this one.")))
+    assert cold_reply_line(own) == "Staff read this one."  # type: ignore[arg-type]
+    assert cold_reply_line(pack) == (pack.spec.domain.cold_reply_line or COLD_REPLY_LINE)

@@ -27,7 +27,14 @@ screen function drops any other as "turn already final"; the worker and the scre
 a turn once.
 
 Then, once per batch that sent a job still inside its reply deadline (`worth_waking_for`), the
-dispatch function wakes the realizer if it rests at zero tasks (dialogue.aws.ecs).
+dispatch function wakes the realizer if it rests at zero tasks (dialogue.aws.ecs), unless it is switched
+off. A turn that found it cold (no task running yet, or switched off) is not left to wait for a reply that
+cannot come in time: a second deadline, marked cold and due `cold_fallback` after the turn (a few
+seconds), is sent for it (`send_cold_deadline`), and the screen function stores the fallback with the
+desk's line that a person will check it (dialogue.screens); the turn's own deadline then finds it final.
+Its job was sent all the same: it is the activity that keeps a starting realizer from being called idle,
+and the worker drops it unrun once past its deadline. Sent after the batch, the cold deadline costs the
+batch nothing: a wake or a send that fails or finds no time left leaves the turn its own deadline.
 """
 
 from __future__ import annotations
@@ -100,3 +107,21 @@ def dispatch_pending_turn(
     if job is not None:
         queues.send_job(job)
     return withheld
+
+
+def send_cold_deadline(
+    turn: TurnRecord, *, queues: DispatchQueues, now: datetime, reply_deadline: timedelta, cold_fallback: timedelta
+) -> None:
+    """For a turn that found the realizer cold: a deadline marked cold, due `cold_fallback` after the turn
+    (never later than its own deadline). The first deadline to arrive finalizes the turn; the other finds
+    it final. Raises QueueUnavailable if it was not sent."""
+    due_at = turn.created_at + min(cold_fallback, reply_deadline)
+    deadline = ReplyDeadline(
+        conversation_id=turn.conversation_id,
+        turn_id=turn.turn_id,
+        action=turn.action,
+        slots=dict(turn.slots),
+        due_at=due_at,
+        realizer_cold=True,
+    )
+    queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))

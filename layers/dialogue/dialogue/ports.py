@@ -112,9 +112,13 @@ class WakeOutcome(StrEnum):
     WANTED = "wanted"  # the service already wanted a task (ECS said so, or said so under a minute ago)
     WOKEN = "woken"  # it wanted none; its desired count is now 1
     FAILED = "failed"  # ECS could not be asked or refused; the wake alarm remains
+    OFF = "off"  # its scalable target's maximum is 0 (the off switch): not woken
 
 
 class RealizerWaker(Protocol):
+    cold: bool
+    """After `wake`: the realizer had no task running (woken, starting, or switched off)."""
+
     def wake(self) -> WakeOutcome:
-        """Make sure the realizer wants at least one task. Never raises."""
+        """Make sure the realizer wants at least one task, unless it is switched off. Never raises."""
         ...

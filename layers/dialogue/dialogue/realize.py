@@ -93,6 +93,9 @@ class ReplyDeadline(BaseModel):
     action: ModelAction
     slots: dict[str, str]
     due_at: datetime
+    # The dispatch function found the realizer cold (no task running, or switched off): the deadline is
+    # sent seconds after the turn, and its fallback says a person will check it (dialogue.screens).
+    realizer_cold: bool = False
 
 
 ScreenMessage = RealizedReply | ReplyDeadline

@@ -52,6 +52,17 @@ GENERIC_FALLBACK = "Sorry, I could not answer that message. Please send it again
 desk has, so it fits every desk."""
 
 
+COLD_REPLY_LINE = "A person will check this reply and write to you here if anything needs adding."
+"""The line a desk whose pack gives no `cold_reply_line` ([domain] table) adds to the fallback of a turn
+that found the realizer cold: it names nothing a desk has, so it fits every desk."""
+
+
+def cold_reply_line(pack: DomainPack) -> str:
+    """The desk's line for a turn the model could not word in time (the realizer cold): the pack's
+    `cold_reply_line`, else COLD_REPLY_LINE."""
+    return pack.spec.domain.cold_reply_line or COLD_REPLY_LINE
+
+
 def outlives_pack(action: Action, slots: Mapping[str, str], pack: DomainPack) -> bool:
     """Whether a turn stored under an earlier version of the pack has outlived it: its action is not one of
     this pack's (a request for a slot since renamed or dropped), or its slots are not a state of today's frame

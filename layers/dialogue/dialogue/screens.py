@@ -42,7 +42,7 @@ from dialogue.pack.compiled import CompiledDeskWords
 from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome
-from dialogue.replies import fixed_reply, turn_fallback
+from dialogue.replies import cold_reply_line, fixed_reply, turn_fallback
 from dialogue.state import DialogueState
 
 _NUMERAL = re.compile(r"\b\d+\b")
@@ -370,11 +370,26 @@ def deadline_outcome(deadline: ReplyDeadline, pack: DomainPack) -> ScreenOutcome
     """What a turn still pending at its deadline shows: the fixed fallback. No model text was screened,
     so nothing is held and no human check is pending. A turn that has outlived the pack (its action gone,
     or slots a pack change no longer allows) gets the desk's generic fallback (`dialogue.replies.turn_fallback`),
-    so a deadline always ends its turn."""
+    so a deadline always ends its turn.
+
+    A deadline the dispatch function sent seconds after its turn, because the realizer was cold
+    (`realizer_cold`), adds the desk's line that a person will check the reply (`cold_reply_line`), and
+    holds the turn for that check: its human check is pending, with the fallback as the draft the staff
+    review, so it enters the review queue."""
+    fallback = turn_fallback(deadline.action, deadline.slots, pack)
+    if deadline.realizer_cold:
+        return ScreenOutcome(
+            screens_fired=(Screen.DEADLINE,),
+            fallback_used=True,
+            reply_screen=ReplyScreen.NOT_APPLICABLE,
+            human_review=HumanReview.PENDING,
+            final_reply=f"{fallback} {cold_reply_line(pack)}",
+            draft=Draft(text=fallback, ended_by_eos=False, hit_token_cap=False),
+        )
     return ScreenOutcome(
         screens_fired=(Screen.DEADLINE,),
         fallback_used=True,
         reply_screen=ReplyScreen.NOT_APPLICABLE,
         human_review=HumanReview.NOT_APPLICABLE,
-        final_reply=turn_fallback(deadline.action, deadline.slots, pack),
+        final_reply=fallback,
     )

@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     # empty (no realizer deployed, or a local stack), nothing is woken.
     realizer_cluster: str = ""
     realizer_service: str = ""
+    # The realizer's task range (RealizerMinTasks, RealizerMaxTasks), which the off switch restores when
+    # turned on (dialogue.aws.ecs.RealizerSwitch).
+    realizer_min_tasks: Annotated[int, Field(ge=0, le=10)] = 0
+    realizer_max_tasks: Annotated[int, Field(ge=1, le=10)] = 2
+    # A turn that finds the realizer cold (no task running, or switched off) gets its fallback this many
+    # seconds after it, with the desk's line that a person will check it, not after the reply deadline.
+    cold_fallback_seconds: Annotated[int, Field(ge=0, le=60)] = 2
     # Only CloudFront reaches the API (dialogue.aws.origin): the turn and staff functions accept a request
     # whose X-Origin-Verify header holds the stack's OriginVerifySecret's current or previous value, read
     # from Secrets Manager by its ARN (ORIGIN_VERIFY_SECRET_ARN; the value is never in the environment).

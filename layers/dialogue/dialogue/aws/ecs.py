@@ -17,6 +17,13 @@ count and sets it to 1 when it is 0 (`EcsServiceWaker`). The wake alarm stays, a
 - Two dispatch invocations may both see 0 and both set 1: the same value, so no harm. A scale-out by
   Application Auto Scaling between the read and the write could be lowered to 1; the backlog policy
   raises it again on its next evaluation.
+- The off switch: the service's scalable target's maximum at 0 (`RealizerSwitch.off`, which the GPU-hours
+  and not-serving alarms invoke, and the desk-closes schedule). UpdateService itself ignores Application
+  Auto Scaling's bounds, so before setting 1 the waker reads the target (given a `scaling` client) and
+  wakes nothing while its maximum is 0 (`WakeOutcome.OFF`). The target is read only when the desired
+  count is 0, so a warm realizer costs no extra call.
+- Cold or not (`cold`): after a wake, whether the realizer had no task running (woken, starting, or off),
+  so the dispatch function gives the turn its fallback in seconds instead of a wait for the deadline.
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ from dialogue.ports import WakeOutcome
 REMEMBER_WANTED_FOR = timedelta(seconds=60)
 """How long a desired count of 1 or more is taken as still true without asking ECS again."""
 
+RESPECTS_SCALABLE_TARGET_MAX = True
+"""The waker wakes nothing while the scalable target's maximum is 0 (the off switch); devstack's fleet
+simulation reads this."""
+
+SCALABLE_DIMENSION = "ecs:service:DesiredCount"
+
 
 class EcsServiceClient(Protocol):
     """The two calls of boto3's ECS client the waker makes."""
@@ -43,8 +56,34 @@ class EcsServiceClient(Protocol):
     def update_service(self, *, cluster: str, service: str, desiredCount: int) -> Mapping[str, Any]: ...
 
 
+class ScalingClient(Protocol):
+    """The calls of boto3's Application Auto Scaling client the waker and the switch make."""
+
+    def describe_scalable_targets(
+        self, *, ServiceNamespace: str, ResourceIds: list[str], ScalableDimension: str
+    ) -> Mapping[str, Any]: ...
+
+    def register_scalable_target(
+        self, *, ServiceNamespace: str, ResourceId: str, ScalableDimension: str, MinCapacity: int, MaxCapacity: int
+    ) -> Mapping[str, Any]: ...
+
+
+def resource_id(cluster: str, service: str) -> str:
+    """The scalable target's ResourceId of an ECS service (template.yaml's RealizerScalableTarget)."""
+    return f"service/{cluster}/{service}"
+
+
+def scalable_maximum(scaling: ScalingClient, cluster: str, service: str) -> int | None:
+    """The service's scalable target's MaxCapacity, or None where no target is registered."""
+    described = scaling.describe_scalable_targets(
+        ServiceNamespace="ecs", ResourceIds=[resource_id(cluster, service)], ScalableDimension=SCALABLE_DIMENSION
+    )
+    targets = described.get("ScalableTargets") or []
+    return int(targets[0]["MaxCapacity"]) if targets else None
+
+
 class EcsServiceWaker:
-    """Sets one ECS service's desired count to 1 when it is 0."""
+    """Sets one ECS service's desired count to 1 when it is 0, unless its scalable target's maximum is 0."""
 
     def __init__(
         self,
@@ -52,44 +91,106 @@ class EcsServiceWaker:
         *,
         cluster: str,
         service: str,
+        scaling: ScalingClient | None = None,
         remember_for: timedelta = REMEMBER_WANTED_FOR,
         clock: Callable[[], datetime] = clock_now,
     ) -> None:
         if not cluster or not service:
             raise ValueError("the waker needs a cluster and a service")
         self._client = client
+        self._scaling = scaling
         self._cluster = cluster
         self._service = service
         self._remember_for = remember_for
         self._clock = clock
         self._wanted_until: datetime | None = None
+        self._remembered = WakeOutcome.WANTED
+        self.cold = False
+        """After `wake`: no task was running (woken, starting, or off); False when unknown (a failed wake)."""
 
     def wake(self) -> WakeOutcome:
         now = self._clock()
         if self._wanted_until is not None and now < self._wanted_until:
-            return WakeOutcome.WANTED
+            return self._remembered
         try:
-            desired = self._desired_count()
+            desired, running = self._counts()
             if desired >= 1:
                 outcome = WakeOutcome.WANTED
+            elif self._switched_off():
+                outcome = WakeOutcome.OFF
             else:
                 self._client.update_service(cluster=self._cluster, service=self._service, desiredCount=1)
                 outcome = WakeOutcome.WOKEN
         except (ClientError, BotoCoreError, LookupError, TypeError, ValueError) as error:
             self._wanted_until = None
+            self.cold = False
             logger.warning("realizer wake failed", error=_error_code(error))
             return WakeOutcome.FAILED
         self._wanted_until = now + self._remember_for
+        self._remembered = WakeOutcome.OFF if outcome is WakeOutcome.OFF else WakeOutcome.WANTED
+        self.cold = outcome is not WakeOutcome.WANTED or running < 1
         if outcome is WakeOutcome.WOKEN:
             logger.info("realizer woken from zero tasks")
+        elif outcome is WakeOutcome.OFF:
+            logger.info("realizer switched off: not woken")
         return outcome
 
-    def _desired_count(self) -> int:
+    def _counts(self) -> tuple[int, int]:
         described = self._client.describe_services(cluster=self._cluster, services=[self._service])
         services = [s for s in described.get("services", []) if s.get("status") == "ACTIVE"]
         if not services:
             raise LookupError("the realizer service is not active")
-        return int(services[0]["desiredCount"])
+        return int(services[0]["desiredCount"]), int(services[0].get("runningCount", 0))
+
+    def _switched_off(self) -> bool:
+        if self._scaling is None:
+            return False
+        maximum = scalable_maximum(self._scaling, self._cluster, self._service)
+        return maximum is not None and maximum < 1
+
+
+class RealizerSwitch:
+    """The realizer's off switch: its scalable target's maximum (and minimum) at 0 and its desired count
+    at 0; on again, the range the stack gave it. Invoked by the GPU-hours and not-serving alarms (off),
+    and by an operator (on); the desk-opens schedule turns it on as well."""
+
+    def __init__(
+        self,
+        ecs: EcsServiceClient,
+        scaling: ScalingClient,
+        *,
+        cluster: str,
+        service: str,
+        min_tasks: int,
+        max_tasks: int,
+    ) -> None:
+        if not cluster or not service or max_tasks < 1 or not 0 <= min_tasks <= max_tasks:
+            raise ValueError("the switch needs a cluster, a service and the stack's task range")
+        self._ecs = ecs
+        self._scaling = scaling
+        self._cluster = cluster
+        self._service = service
+        self._range = (min_tasks, max_tasks)
+
+    def off(self) -> None:
+        """Maximum 0, then desired 0: the wake call and every scaling policy are held at 0 until `on`."""
+        self._register(0, 0)
+        self._ecs.update_service(cluster=self._cluster, service=self._service, desiredCount=0)
+        logger.warning("realizer switched off")
+
+    def on(self) -> None:
+        """The stack's range again (RealizerMinTasks to RealizerMaxTasks); the next turn wakes it."""
+        self._register(*self._range)
+        logger.info("realizer switched on")
+
+    def _register(self, minimum: int, maximum: int) -> None:
+        self._scaling.register_scalable_target(
+            ServiceNamespace="ecs",
+            ResourceId=resource_id(self._cluster, self._service),
+            ScalableDimension=SCALABLE_DIMENSION,
+            MinCapacity=minimum,
+            MaxCapacity=maximum,
+        )
 
 
 def _error_code(error: Exception) -> str:

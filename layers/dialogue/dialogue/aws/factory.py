@@ -19,6 +19,8 @@ from dialogue.settings import get_settings
 # The waker's ECS calls are an optimization on the dispatch function's path: each gets one attempt and
 # a few seconds, so a slow ECS can never run the function (10 s) out of time. The wake alarm is the backstop.
 ECS_WAKE_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"total_max_attempts": 1})
+# The off switch's read (the scalable target's maximum), made only at zero tasks: one attempt, 2 s at most.
+SWITCH_READ_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"total_max_attempts": 1})
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +87,8 @@ def get_realizer_waker() -> RealizerWaker | None:
         boto3.client("ecs", config=ECS_WAKE_CONFIG),
         cluster=settings.realizer_cluster,
         service=settings.realizer_service,
+        # The off switch: the scalable target's maximum, read when the service wants no task.
+        scaling=boto3.client("application-autoscaling", config=SWITCH_READ_CONFIG),
     )
 
 

@@ -504,8 +504,12 @@ class DomainInfo(_Strict):
     # one can no longer word (a request for a slot since renamed, a value since withdrawn: dialogue.replies).
     # Without it, every desk's default (dialogue.replies.GENERIC_FALLBACK).
     fallback_text: NonEmptyText | None = None
+    # The line added to the fallback of a turn that found the realizer cold (starting, or switched off
+    # outside desk hours): the reply comes at once and a person will check it. Without it, every desk's
+    # default (dialogue.replies.COLD_REPLY_LINE).
+    cold_reply_line: NonEmptyText | None = None
 
-    @field_validator("fallback_text")
+    @field_validator("fallback_text", "cold_reply_line")
     @classmethod
     def _names_no_slot(cls, text: str | None) -> str | None:
         """Plain text: the turns that get it hold slots the pack cannot read, so it names none."""
