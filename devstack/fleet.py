@@ -544,7 +544,11 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
     dispatch_env = dict(resolver.resolve(_environment(functions[dispatchers[0]])))
     queue_ref = dispatch_env["REALIZE_QUEUE_URL"]
     if not isinstance(queue_ref, Symbol):
-        raise FleetError("REALIZE_QUEUE_URL must name a queue of the template (a shared realizer's queue, read it)")
+        # A desk on another stack's realizer (SharedRealizerQueueArn): its scaling is that stack's.
+        raise FleetError(
+            "REALIZE_QUEUE_URL names another stack's realizer (SharedRealizerQueueArn): simulate the realizer's "
+            "stack, its template without that parameter, with --shared-realizer"
+        )
     realize_queue = queue_ref.resource
     queue = props(realize_queue)
     globals_env = (((template.get("Globals") or {}).get("Function") or {}).get("Environment") or {}).get("Variables")
@@ -971,6 +975,9 @@ class WakeCall:
 
     remember_for_s: float
     respects_max: bool = False  # False: UpdateService(desiredCount=1) whatever the scalable target says
+    # False: no wake call at all, as for desks on another stack's realizer (SharedRealizerQueueArn: the
+    # template gives their dispatch function no REALIZER_CLUSTER); the realizer's own scaling wakes it.
+    calls: bool = True
 
     @staticmethod
     def today() -> WakeCall:
@@ -979,6 +986,11 @@ class WakeCall:
         from dialogue.aws.ecs import REMEMBER_WANTED_FOR, RESPECTS_SCALABLE_TARGET_MAX
 
         return WakeCall(remember_for_s=REMEMBER_WANTED_FOR.total_seconds(), respects_max=RESPECTS_SCALABLE_TARGET_MAX)
+
+    @staticmethod
+    def none() -> WakeCall:
+        """Desks on a shared realizer: none of them makes the wake call, so none sends a cold deadline."""
+        return WakeCall(remember_for_s=0.0, calls=False)
 
     @staticmethod
     def before_issue_42() -> WakeCall:
@@ -1177,6 +1189,8 @@ class RealizerSim:
     def _wake(self) -> bool:
         """The wake call; whether it found the realizer cold (woken, off, or no task running: ECS's
         runningCount counts a task loading its model), remembered as long as "wanted" is."""
+        if not self.wake_call.calls:
+            return False
         if self.now < self.wanted_until:
             return self.remembered_cold
         running = sum(1 for t in self.tasks if t.state in ("loading", "ready") and not t.stopping)
@@ -1745,7 +1759,8 @@ def simulate(
     config = read_config(template if template is not None else load_template(), parameters)
     timings = timings or Timings()
     traffic = traffic or pack_traffic()
-    wake = wake or WakeCall.today()
+    # Desks on a shared realizer make no wake call of their own (the template names no service to them).
+    wake = wake or (WakeCall.none() if shared_realizer else WakeCall.today())
     kind = instance_type or config.instance_types[0]
     if kind not in config.instance_types:
         raise FleetError(f"{kind} is not among the template's GPU types ({', '.join(config.instance_types)})")
@@ -2012,7 +2027,7 @@ def run_command(
         return "\n".join(json.dumps(result.record()) for result in results)
     config = read_config(template, overrides)
     kind = instance_type or config.instance_types[0]
-    wake = WakeCall.today()
+    wake = WakeCall.none() if shared_realizer else WakeCall.today()
     opening = ", ".join(
         f"{DAY_NAMES[day][:3]} {window[0] / HOUR:g}-{window[1] / HOUR:g} h"
         for day, window in sorted(traffic.open_hours.items())
@@ -2033,8 +2048,12 @@ def run_command(
         + (f" and {', '.join(parameters)}" if parameters else "")
         + f"; seed {seed}; {'one shared realizer' if shared_realizer else 'a realizer per desk'}:",
         *(f"  {line}" for line in config.describe()),
-        f"  wake call (dialogue.aws.ecs): desired count 0 -> 1 at each job sent, 'wanted' remembered "
-        f"{wake.remember_for_s:g} s, {'within' if wake.respects_max else 'ignoring'} the scalable target's maximum",
+        (
+            f"  wake call (dialogue.aws.ecs): desired count 0 -> 1 at each job sent, 'wanted' remembered "
+            f"{wake.remember_for_s:g} s, {'within' if wake.respects_max else 'ignoring'} the scalable target's maximum"
+            if wake.calls
+            else "  wake call: none (desks on a shared realizer; the realizer's own scaling wakes it)"
+        ),
         f"  times: {timings.named()}",
         f"  traffic: {traffic.conversations} conversations of {traffic.turns} turns a desk an open day ({opening}, "
         f"{traffic.time_zone}), {traffic.generated_share:.0%} of turns generated; abuse: one generated turn every "

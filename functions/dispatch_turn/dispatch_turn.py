@@ -67,7 +67,8 @@ def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> No
         return
     turn = turn_from_item(raw["dynamodb"]["NewImage"])
     now = clock.now()
-    reply_deadline = get_settings().reply_deadline
+    settings = get_settings()
+    reply_deadline = settings.reply_deadline
     with logger.append_context_keys(conversation_id=str(turn.conversation_id), turn_id=turn.turn_id):
         withheld = dispatch_pending_turn(
             turn,
@@ -75,6 +76,8 @@ def dispatch_record(record: DynamoDBRecord, jobs: BatchJobs | None = None) -> No
             pack=get_pack(),
             now=now,
             reply_deadline=reply_deadline,
+            # On another stack's realizer (SHARED_REALIZER), the job names this desk's screen queue.
+            reply_queue_url=settings.screen_queue_url if settings.shared_realizer else None,
         )
         if withheld is None:
             logger.info("turn dispatched", action=str(turn.action))

@@ -2,6 +2,9 @@
 
 Environment (each also an option):
   REALIZE_QUEUE_URL, SCREEN_QUEUE_URL     the queues (required)
+  REPLY_QUEUE_ARNS                        comma-separated ARNs of the desks' screen queues a shared
+                                          realizer may answer to besides its own (a job naming any
+                                          other reply queue is deleted unrun); empty: its own only
   REALIZER_ENGINE                         engine name (default template; the image runs vllm)
   REALIZER_MODEL, REALIZER_REVISION       model and revision for vllm / qwen
                                           (default Qwen/Qwen2.5-1.5B-Instruct @ 989aa7980e4c...)
@@ -132,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         visibility_timeout=visibility_timeout,
         health_file=args.heartbeat_file,
         stale_after=stale_after(os.environ.get("REPLY_DEADLINE_SECONDS")),
+        reply_queue_arns=[arn for arn in os.environ.get("REPLY_QUEUE_ARNS", "").split(",") if arn.strip()],
     )
     worker.run(stopping.is_set)
     return 0

@@ -12,13 +12,18 @@ One cycle (`poll_once`):
    `visibility_timeout / 2` seconds. If the engine raises, nothing is sent or deleted: the messages go
    back to the queue, visible again after `retry_delay_seconds` (not the long visibility timeout, which
    would outlast the reply deadline); past maxReceiveCount a job that always fails reaches the DLQ.
-3. Send the replies to the screen queue (`send_message_batch`, 10 a call), then delete exactly the
+3. Send the replies to the screen queue (`send_message_batch`, 10 a call), or, for a job that names its
+   desk's reply queue (a realizer shared by many desks), to that queue, then delete exactly the
    messages whose reply was accepted, duplicates included (`delete_message_batch`). A job whose reply
    failed to send goes back to the queue the same way, for a retry.
 
 `run(should_stop)` repeats the cycle until `should_stop()` is true. A stop seen while a batch is being
 collected hands the received messages back (visibility 0); a stop seen while the engine runs lets the
 batch finish, be answered and deleted. Logs carry ids and counts, never a message body or any text.
+
+A job whose reply queue is neither the realizer's own screen queue nor on its allowed list
+(`reply_queue_arns`, the template's SharedRealizerReplyQueueArns) is deleted unrun and counted
+(`refused`): the task role could not send there anyway, and retrying it would only reach the DLQ.
 """
 
 from __future__ import annotations
@@ -188,6 +193,7 @@ class RealizerWorker:
         retry_delay_seconds: int = 5,
         stale_after: timedelta | None = None,
         clock: Callable[[], datetime] = system_time,
+        reply_queue_arns: Sequence[str] = (),
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -218,6 +224,9 @@ class RealizerWorker:
         self._stale_after = stale_after
         self._clock = clock
         self.stale_dropped = 0
+        # The desks' reply queues this realizer may answer to, besides its own screen queue.
+        self._reply_queues = frozenset(key for arn in reply_queue_arns if (key := queue_key_of_arn(arn)))
+        self.refused = 0
 
     # --- one cycle --------------------------------------------------------------------------------
 
@@ -323,8 +332,32 @@ class RealizerWorker:
         log.info("stale jobs dropped unrun", extra={"jobs": len(stale), "job_ids": [i.job.job_id for i in stale]})
         return len(stale)
 
+    def _destination(self, job: RealizeJob) -> str | None:
+        """The queue the job's reply goes to, or None when the realizer may not answer there."""
+        if job.reply_queue_url is None or job.reply_queue_url == self._screen_queue_url:
+            return self._screen_queue_url
+        key = queue_key_of_url(job.reply_queue_url)
+        return job.reply_queue_url if key is not None and key in self._reply_queues else None
+
+    def _drop_refused(self, batch: _Batch, heartbeat: VisibilityHeartbeat) -> int:
+        """Delete, unrun, the jobs whose reply queue this realizer may not answer to; returns how many.
+        Counted and logged by id only."""
+        refused = [item for item in batch.received if self._destination(item.job) is None]
+        if not refused:
+            return 0
+        batch.received = [item for item in batch.received if item not in refused]
+        handles = [item.receipt_handle for item in refused]
+        heartbeat.forget(handles)
+        self._delete(handles)
+        self.refused += len(refused)
+        log.warning(
+            "jobs refused: reply queue not allowed",
+            extra={"jobs": len(refused), "job_ids": [item.job.job_id for item in refused]},
+        )
+        return len(refused)
+
     def _realize(self, batch: _Batch, heartbeat: VisibilityHeartbeat) -> int:
-        dropped = self._drop_stale(batch, heartbeat)
+        dropped = self._drop_refused(batch, heartbeat) + self._drop_stale(batch, heartbeat)
         if not batch.received:
             return dropped
         return dropped + self._realize_fresh(batch, heartbeat)
@@ -388,22 +421,26 @@ class RealizerWorker:
     def _send(self, replies: Sequence[RealizedReply]) -> list[int]:
         """Send the replies, batching by count and bytes. Returns the indexes the queue accepted."""
         bodies = [reply.model_dump_json() for reply in replies]
-        chunks: list[list[int]] = []
-        size = 0
-        for index, body in enumerate(bodies):
-            length = len(body.encode())
-            if not chunks or len(chunks[-1]) == SQS_BATCH_LIMIT or size + length > SQS_BATCH_BYTES:
-                chunks.append([])
-                size = 0
-            chunks[-1].append(index)
-            size += length
+        chunks: list[tuple[str, list[int]]] = []
+        for queue_url in dict.fromkeys(self._destination(reply.job) or "" for reply in replies):
+            size = 0
+            start = len(chunks)
+            for index, body in enumerate(bodies):
+                if (self._destination(replies[index].job) or "") != queue_url:
+                    continue
+                length = len(body.encode())
+                if len(chunks) == start or len(chunks[-1][1]) == SQS_BATCH_LIMIT or size + length > SQS_BATCH_BYTES:
+                    chunks.append((queue_url, []))
+                    size = 0
+                chunks[-1][1].append(index)
+                size += length
         accepted: list[int] = []
-        for chunk in chunks:
+        for queue_url, chunk in chunks:
             entries: list[SendMessageBatchRequestEntryTypeDef] = [
                 {"Id": f"r{index}", "MessageBody": bodies[index]} for index in chunk
             ]
             try:
-                response = self._client.send_message_batch(QueueUrl=self._screen_queue_url, Entries=entries)
+                response = self._client.send_message_batch(QueueUrl=queue_url, Entries=entries)
             except Exception as exc:
                 self.last_cycle_ok = False
                 log.error(
@@ -472,3 +509,20 @@ class RealizerWorker:
         end = time.monotonic() + seconds
         while not should_stop() and time.monotonic() < end:
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+
+
+def queue_key_of_arn(arn: str) -> tuple[str, str, str] | None:
+    """(region, account, name) of an SQS queue's ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME), or None."""
+    parts = arn.strip().split(":")
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sqs" or not all(parts[3:]):
+        return None
+    return parts[3], parts[4], parts[5]
+
+
+def queue_key_of_url(url: str) -> tuple[str, str, str] | None:
+    """(region, account, name) of an SQS queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)."""
+    host, _, path = url.removeprefix("https://").partition("/")
+    labels, parts = host.split("."), path.split("/")
+    if len(labels) < 3 or labels[0] != "sqs" or len(parts) != 2 or not all(parts):
+        return None
+    return labels[1], parts[0], parts[1]

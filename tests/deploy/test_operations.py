@@ -138,7 +138,13 @@ def test_the_first_deploy_makes_no_realizer_and_the_service_starts_at_zero_tasks
     pattern = re.compile(digest["AllowedPattern"])
     assert pattern.fullmatch("sha256:" + "ab" * 32) and pattern.fullmatch("")
     assert not pattern.fullmatch("latest") and not pattern.fullmatch("sha256:abc")
-    assert template["Conditions"]["HasRealizer"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "RealizerImageDigest"}, ""]}]}
+    # An image, and no other stack's realizer in use (SharedRealizerQueueArn: tests/deploy/test_template.py).
+    assert template["Conditions"]["HasRealizer"] == {
+        "Fn::And": [
+            {"Fn::Not": [{"Condition": "UsesSharedRealizer"}]},
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "RealizerImageDigest"}, ""]}]},
+        ]
+    }
     for name in REALIZER_RESOURCES:
         assert template["Resources"][name].get("Condition") == "HasRealizer", name
     _, service = only_resource(template, "AWS::ECS::Service")

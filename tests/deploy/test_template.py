@@ -725,7 +725,9 @@ def test_pending_turns_reach_the_dispatch_function_through_the_table_stream(temp
         for name in FUNCTIONS
         for statement in iam_statements(function_properties(template, name).get("Policies", []))
         if "sqs:SendMessage" in as_list(statement["Action"])
-        and "RealizeQueue" in {referenced_id(r) for r in as_list(statement["Resource"])}
+        and "RealizeQueue"
+        in {referenced_id(r) for r in as_list(statement["Resource"])}
+        | set(json.dumps(statement["Resource"]).split('"'))
     }
     assert senders == {"DispatchTurnFunction"}
 
@@ -757,7 +759,9 @@ def test_turn_function_gets_one_table_and_the_reply_deadline(template: dict[str,
     assert referenced_id(env["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
     assert "REALIZE_QUEUE_URL" not in env, "the turn API sends nothing"
     dispatch = function_environment(template, "DispatchTurnFunction")
-    assert referenced_id(dispatch["REALIZE_QUEUE_URL"]) == "RealizeQueue"
+    # This stack's realize queue unless it is on another stack's (test_a_desk_on_a_shared_realizer_...).
+    condition, _shared, own = dispatch["REALIZE_QUEUE_URL"]["Fn::If"]
+    assert condition == "UsesSharedRealizer" and referenced_id(own) == "RealizeQueue"
     assert referenced_id(dispatch["SCREEN_QUEUE_URL"]) == "ScreenQueue"
     assert referenced_id(dispatch["REPLY_DEADLINE_SECONDS"]) == "ReplyDeadlineSeconds"
 
@@ -802,10 +806,12 @@ def test_every_role_names_its_actions(template: dict[str, Any]) -> None:
 
 
 def test_realizer_task_role_is_least_privilege(template: dict[str, Any]) -> None:
-    """The task may take jobs from the realize queue and send replies to the screen queue, nothing else."""
+    """The task may take jobs from the realize queue and send replies to the screen queue, nothing else
+    (and, as a shared realizer, to the desks' listed: test_a_shared_realizer_answers_only_to_...)."""
+    _truth, resolve = _shaped(template)
     grants = {
-        (referenced_id(statement["Resource"]), action)
-        for statement in statements_of(template["Resources"]["RealizerTaskRole"])
+        (str(statement["Resource"]).split(".")[0], action)
+        for statement in resolve(statements_of(template["Resources"]["RealizerTaskRole"]))
         for action in as_list(statement["Action"])
     }
     assert grants == {
@@ -1398,3 +1404,99 @@ def test_account_wide_names_carry_the_region(template: dict[str, Any]) -> None:
             text = json.dumps(value)
             assert "AWS::StackName" in text and "AWS::Region" in text, (name, value)
     assert named >= 4
+
+
+SHARED_QUEUE_ARN = "arn:aws:sqs:eu-west-2:123456789012:realizer-RealizeQueue-AbC123"
+DESK_SCREEN_ARNS = [
+    "arn:aws:sqs:eu-west-2:123456789012:desk-a-ScreenQueue-1",
+    "arn:aws:sqs:eu-west-2:123456789012:desk-b-ScreenQueue-2",
+]
+
+
+def _with_attributes_named(node: Any) -> Any:
+    """Fn::GetAtt as "Resource.Attribute" strings, so `evaluate` can join them."""
+    if isinstance(node, list):
+        return [_with_attributes_named(item) for item in node]
+    if isinstance(node, dict):
+        if set(node) == {"Fn::GetAtt"}:
+            target = node["Fn::GetAtt"]
+            return ".".join(target) if isinstance(target, list) else str(target)
+        return {key: _with_attributes_named(value) for key, value in node.items()}
+    return node
+
+
+def _shaped(template: dict[str, Any], **parameters: Any) -> tuple[dict[str, bool], Any]:
+    """(each condition's value, a function evaluating a node) for a stack deployed with these parameters;
+    every resource's Ref gives its logical id."""
+    values: dict[str, Any] = {name: name for name in template["Resources"]}
+    values.update({name: spec.get("Default", "") for name, spec in template["Parameters"].items()})
+    values.update({"AWS::Region": "eu-west-2", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"})
+    values.update({"RealizerImageDigest": "sha256:" + "0" * 64, "SharedRealizerQueueArn": "", **parameters})
+    values.setdefault("SharedRealizerReplyQueueArns", [""])
+    conditions = template["Conditions"]
+    truth = {name: bool(evaluate(conditions[name], values, conditions)) for name in conditions}
+    return truth, lambda node: evaluate(_with_attributes_named(node), values, conditions)
+
+
+def test_a_desk_on_a_shared_realizer_runs_none_and_sends_only_to_its_queue(template: dict[str, Any]) -> None:
+    """Issue 42, item 3: with SharedRealizerQueueArn a desk sends its jobs to that queue alone (the URL
+    built from the ARN), names its screen queue for the replies, and has no realizer service, scaling, wake
+    call or off switch of its own, whatever the digest; without it, its own realizer as before."""
+    resources = template["Resources"]
+    for shared in (False, True):
+        truth, resolve = _shaped(template, SharedRealizerQueueArn=SHARED_QUEUE_ARN if shared else "")
+        assert truth["HasRealizer"] is not shared and truth["UsesSharedRealizer"] is shared
+        env = resolve(function_environment(template, "DispatchTurnFunction"))
+        statements = resolve(statements_of_function(template, "DispatchTurnFunction"))
+        (send,) = [statement for statement in statements if statement.get("Sid") == "SendJobsAndDeadlines"]
+        if shared:
+            sub, names = env["REALIZE_QUEUE_URL"]["Fn::Sub"]
+            url = sub.replace("${AWS::URLSuffix}", "amazonaws.com")
+            for key in ("Region", "Account", "Name"):
+                url = url.replace("${" + key + "}", names[key])
+            assert url == "https://sqs.eu-west-2.amazonaws.com/123456789012/realizer-RealizeQueue-AbC123"
+            assert env["SHARED_REALIZER"] == "true"
+            assert send["Resource"] == [SHARED_QUEUE_ARN, "ScreenQueue.Arn"], "its jobs go to the shared queue only"
+            assert env["REALIZER_CLUSTER"] is env["REALIZER_SERVICE"] is NO_VALUE, "no wake call of its own"
+        else:
+            assert env["REALIZE_QUEUE_URL"] == "RealizeQueue" and env["SHARED_REALIZER"] == "false"
+            assert send["Resource"] == ["RealizeQueue.Arn", "ScreenQueue.Arn"]
+            assert env["REALIZER_CLUSTER"] == "RealizerCluster"
+        for name in (
+            "RealizerService",
+            "RealizerTaskDefinition",
+            "RealizerScalableTarget",
+            "RealizerWakeFromZeroAlarm",
+            "RealizerIdleAlarm",
+            "RealizerNotServingAlarm",
+        ):
+            assert truth[resources[name]["Condition"]] is not shared, name
+
+
+def statements_of_function(template: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The inline policy statements of a SAM function."""
+    return [
+        statement
+        for policy in function_properties(template, name).get("Policies", [])
+        if isinstance(policy, dict)
+        for statement in iam_statements(policy)
+    ]
+
+
+@pytest.mark.parametrize("desks", [[], DESK_SCREEN_ARNS])
+def test_a_shared_realizer_answers_only_to_its_own_and_the_listed_reply_queues(
+    template: dict[str, Any], desks: list[str]
+) -> None:
+    """The realizer's task role may send to its own screen queue and the desks' listed in
+    SharedRealizerReplyQueueArns, nothing else; the worker gets the same list (REPLY_QUEUE_ARNS)."""
+    truth, resolve = _shaped(template, SharedRealizerReplyQueueArns=desks or [""])
+    assert truth["ServesOtherDesks"] is bool(desks)
+    statements = resolve(statements_of(template["Resources"]["RealizerTaskRole"]))
+    senders = [statement for statement in statements if "sqs:SendMessage" in as_list(statement["Action"])]
+    assert [statement["Sid"] for statement in senders] == ["SendRealizedReplies"]
+    assert as_list(senders[0]["Resource"]) == ["ScreenQueue.Arn", *desks]
+    env = {item["Name"]: resolve(item["Value"]) for item in realizer_container(template)["Environment"]}
+    assert env["REPLY_QUEUE_ARNS"] == ",".join(desks)
+    outputs = template["Outputs"]
+    assert referenced_id(outputs["RealizeQueueArn"]["Value"]) == "RealizeQueue"
+    assert referenced_id(outputs["ScreenQueueArn"]["Value"]) == "ScreenQueue"

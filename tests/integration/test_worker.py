@@ -520,3 +520,37 @@ def test_a_job_past_its_turns_deadline_is_dropped_unrun_and_counted(sqs: Any, pa
     assert worker.poll_once() == 2
     assert (engine.batches, worker.stale_dropped) == ([[fresh.job_id]], 1)
     assert counts(sqs, queues.realize) == (0, 0) and len(drain(sqs, queues.screen)) == 1
+
+
+def test_a_shared_realizer_answers_only_to_the_reply_queues_it_allows(sqs: Any, pack: DomainPack) -> None:
+    """A realizer shared by many desks (issue 42, item 3): a job naming a desk's reply queue on the
+    realizer's list (REPLY_QUEUE_ARNS) is answered there; a job naming any other queue is deleted unrun
+    and counted, logged by id; a job naming none is answered on the realizer's own screen queue."""
+    from realizer.worker import queue_key_of_arn, queue_key_of_url
+
+    queues = make_queues(sqs)
+    desk = sqs.create_queue(QueueName=f"desk-screen-{uuid4().hex[:8]}")["QueueUrl"]
+    stranger = sqs.create_queue(QueueName=f"other-screen-{uuid4().hex[:8]}")["QueueUrl"]
+    desk_arn = sqs.get_queue_attributes(QueueUrl=desk, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    assert queue_key_of_arn(desk_arn) == queue_key_of_url(desk) is not None
+    assert queue_key_of_arn("not-an-arn") is None and queue_key_of_url("https://example.com/1/x") is None
+    to_desk = make_job(pack).model_copy(update={"reply_queue_url": desk})
+    to_stranger = make_job(pack).model_copy(update={"reply_queue_url": stranger})
+    to_own = make_job(pack)
+    # The job's reply queue is part of what the dispatch function sends and the worker reads.
+    assert RealizeJob.model_validate_json(to_desk.model_dump_json()).reply_queue_url == desk
+    send_jobs(sqs, queues.realize, [to_desk, to_stranger, to_own])
+    engine = FakeEngine()
+    worker = make_worker(sqs, queues, engine, reply_queue_arns=[desk_arn])
+    handled = 0
+    while sum(counts(sqs, queues.realize)):
+        handled += worker.poll_once()
+    assert handled == 3 and worker.refused == 1
+    assert sorted(job for batch in engine.batches for job in batch) == sorted([to_desk.job_id, to_own.job_id])
+    assert [RealizedReply.model_validate_json(body).job.job_id for body in drain(sqs, desk)] == [to_desk.job_id]
+    assert [RealizedReply.model_validate_json(body).job.job_id for body in drain(sqs, queues.screen)] == [to_own.job_id]
+    assert drain(sqs, stranger) == [], "nothing reaches a queue the realizer does not answer to"
+    # Without the list, the realizer answers to its own screen queue only.
+    send_jobs(sqs, queues.realize, [to_desk])
+    lone = make_worker(sqs, queues, FakeEngine())
+    assert lone.poll_once() == 1 and lone.refused == 1 and drain(sqs, desk) == []

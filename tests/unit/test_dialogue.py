@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from datetime import UTC, datetime
+from uuid import UUID
 
 import pytest
 from seed_prompts import SEED_C1_T3_USER
@@ -135,7 +137,19 @@ def test_request_prompt_has_no_facts(pack: DomainPack) -> None:
 @pytest.mark.parametrize("builder", [build_realize_job, build_realizer_messages])
 def test_job_builders_cannot_take_user_text(builder: object) -> None:
     parameters = set(inspect.signature(builder).parameters)  # type: ignore[arg-type]
-    assert parameters <= {"conversation_id", "turn_id", "state", "action", "pack", "now", "topic"}
+    assert parameters <= {"conversation_id", "turn_id", "state", "action", "pack", "now", "topic", "reply_queue_url"}
+
+
+@pytest.mark.parametrize("reply_queue_url", ["I need a creche for my two kids", "https://example.com/queue", ""])
+def test_a_jobs_reply_queue_must_be_an_sqs_queue_url(pack: DomainPack, reply_queue_url: str) -> None:
+    """The one string a shared realizer's job carries besides the pack's words is a queue's address:
+    anything else is refused, so no text rides on it."""
+    state = DialogueState.new(pack.frame)
+    with pytest.raises(ValueError):
+        build_realize_job(
+            conversation_id=UUID(int=1), turn_id=1, state=state, action=Action.REQUEST_PROGRAM, pack=pack,
+            now=datetime(2026, 12, 6, tzinfo=UTC), reply_queue_url=reply_queue_url,
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize("topic", ["When does it meet?", "schedule ", "no_such_topic"])

@@ -180,3 +180,30 @@ def test_a_turn_that_found_the_realizer_cold_gets_a_second_deadline_in_seconds_m
     old = own.model_dump(mode="json")
     del old["realizer_cold"]
     assert ReplyDeadline.model_validate(old) == own
+
+
+def test_a_job_names_the_desks_reply_queue_only_on_a_shared_realizer(
+    pack: DomainPack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On its own realizer a desk's job names no reply queue (the realizer answers to the stack's screen
+    queue); on another stack's (SHARED_REALIZER) it names the desk's screen queue, as the dispatch
+    function passes it from the settings."""
+    from dialogue.settings import Settings
+
+    screen = "https://sqs.eu-west-2.amazonaws.com/123456789012/desk-ScreenQueue-abc"
+    turn = pending_turn(pack)
+    own, shared = RecordingQueues(), RecordingQueues()
+    dispatch_pending_turn(turn, queues=own, pack=pack, now=CREATED, reply_deadline=DEADLINE)
+    dispatch_pending_turn(turn, queues=shared, pack=pack, now=CREATED, reply_deadline=DEADLINE, reply_queue_url=screen)
+    own_job, shared_job = own.sent[1][1], shared.sent[1][1]
+    assert isinstance(own_job, RealizeJob) and isinstance(shared_job, RealizeJob)
+    assert own_job.reply_queue_url is None and shared_job.reply_queue_url == screen
+    assert shared_job.model_copy(update={"reply_queue_url": None}) == own_job
+    # Sent as before without it, so a realizer image older than the field still reads the job.
+    assert "reply_queue_url" not in own_job.model_dump_json() and screen in shared_job.model_dump_json()
+    with pytest.raises(ValueError, match="reply_queue_url"):
+        RealizeJob.model_validate({**own_job.model_dump(), "reply_queue_url": "https://evil.example/q"})
+    monkeypatch.setenv("SCREEN_QUEUE_URL", screen)
+    assert Settings(table_name="desk").shared_realizer is False
+    monkeypatch.setenv("SHARED_REALIZER", "true")
+    assert Settings(table_name="desk").shared_realizer is True

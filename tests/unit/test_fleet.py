@@ -327,3 +327,21 @@ def test_desk_hours_come_from_the_packs_hours_half_an_hour_early() -> None:
     uneven = Traffic(open_hours={0: (9 * 3600.0, 17 * 3600.0), 5: (10 * 3600.0, 13 * 3600.0)})
     with pytest.raises(FleetError):
         desk_hours_parameters(uneven)
+
+
+def test_desks_on_a_shared_realizer_sum_their_work_on_one_service_and_make_no_wake_call(
+    template: dict[str, Any],
+) -> None:
+    """Issue 42, item 3: a desk stack deployed with SharedRealizerQueueArn has no realizer to simulate
+    (the realizer's stack is simulated with --shared-realizer); there, every desk's jobs reach one queue
+    and one service, and no desk makes the wake call (the template names no service to them), so no
+    turn gets the cold fallback in seconds."""
+    with pytest.raises(FleetError, match="--shared-realizer"):
+        read_config(template, {"SharedRealizerQueueArn": "arn:aws:sqs:eu-west-2:123456789012:other-RealizeQueue-1"})
+    own = simulate("desk", desks=3, days=DAYS, seed=7, template=template)
+    shared = simulate("desk", desks=3, days=DAYS, seed=7, template=template, shared_realizer=True)
+    assert own.cold_turns > 0 and shared.cold_turns == 0
+    assert shared.gpu_hours < own.gpu_hours / 2, "one GPU's hours for three desks' work"
+    assert shared.cost_per_worded_reply_usd is not None and own.cost_per_worded_reply_usd is not None
+    assert shared.cost_per_worded_reply_usd < own.cost_per_worded_reply_usd
+    assert WakeCall.none().calls is False and WakeCall.today().calls is True

@@ -23,7 +23,7 @@ from dialogue.state import DialogueState
 PACK: DomainPack = get_pack()
 JOB_FIELDS = {
     "job_id", "conversation_id", "turn_id", "action", "slots", "topic", "fact_ids", "messages", "max_new_tokens",
-    "created_at",
+    "created_at", "reply_queue_url",
 }  # fmt: skip
 
 states = st.fixed_dictionaries({slot.name: st.sampled_from(slot.values) for slot in PACK.frame.slots}).map(
@@ -35,7 +35,7 @@ model_actions = st.sampled_from(PACK.model_actions)
 def test_the_job_builders_take_no_text() -> None:
     """Their parameters are ids, a state of coarse values, an action, the pack and a time: nothing else."""
     assert set(inspect.signature(build_realize_job).parameters) == {
-        "conversation_id", "turn_id", "state", "action", "pack", "now", "topic",
+        "conversation_id", "turn_id", "state", "action", "pack", "now", "topic", "reply_queue_url",
     }  # fmt: skip
     assert set(inspect.signature(build_realizer_messages).parameters) == {"state", "action", "pack", "topic"}
     assert set(RealizeJob.model_fields) == JOB_FIELDS

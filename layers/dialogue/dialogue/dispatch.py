@@ -72,11 +72,19 @@ def deadline_delay_seconds(due_at: datetime, now: datetime) -> int:
 
 
 def dispatch_pending_turn(
-    turn: TurnRecord, *, queues: DispatchQueues, pack: DomainPack, now: datetime, reply_deadline: timedelta
+    turn: TurnRecord,
+    *,
+    queues: DispatchQueues,
+    pack: DomainPack,
+    now: datetime,
+    reply_deadline: timedelta,
+    reply_queue_url: str | None = None,
 ) -> str | None:
     """Build the turn's RealizeJob, then send its deadline and the job. Returns None, or why the job was
     withheld and the deadline sent alone: STALE_TURN, or the type of the error building it raised (never
-    its message). Raises QueueUnavailable if a message was not sent."""
+    its message). Raises QueueUnavailable if a message was not sent. `reply_queue_url`: the desk's own
+    screen queue, named in the job when the realizer is another stack's (SHARED_REALIZER); None, the
+    realizer answers to its own screen queue."""
     if turn.status is not TurnStatus.PENDING or not turn.action.uses_model:
         raise ValueError("only a pending generated turn is dispatched")
     job, withheld = None, None
@@ -92,6 +100,7 @@ def dispatch_pending_turn(
                 pack=pack,
                 now=turn.created_at,
                 topic=turn.topic,
+                reply_queue_url=reply_queue_url,
             )
         except Exception as error:  # deterministic: no retry of the same turn and pack would build it
             withheld = type(error).__name__

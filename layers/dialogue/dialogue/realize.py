@@ -8,10 +8,10 @@ queue contracts between the dispatch function, the realizer container and the sc
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from dialogue.actions import Action
 from dialogue.pack import DomainPack, SlotSpec
@@ -38,6 +38,10 @@ ModelAction = Annotated[Action, AfterValidator(_model_action)]
 """An action a model words: request, confirm or inform."""
 
 
+SQS_QUEUE_URL_PATTERN = r"^https://sqs\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,80}$"
+"""An SQS queue's URL as AWS gives it (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)."""
+
+
 class RealizeJob(BaseModel):
     """One reply to word, as sent on the realize queue."""
 
@@ -53,6 +57,19 @@ class RealizeJob(BaseModel):
     messages: tuple[ChatMessage, ...] = Field(min_length=2, max_length=2)
     max_new_tokens: Annotated[int, Field(ge=1, le=512)] = MAX_NEW_TOKENS
     created_at: datetime
+    # Where the reply goes when the realizer is another stack's (a shared realizer, docs/DEPLOY.md): the
+    # desk's own screen queue. None: the realizer's own SCREEN_QUEUE_URL. The realizer answers only to a
+    # queue on its allowed list (REPLY_QUEUE_ARNS) and drops any other job unrun.
+    reply_queue_url: Annotated[str, Field(pattern=SQS_QUEUE_URL_PATTERN)] | None = None
+
+    @model_serializer(mode="wrap")
+    def _reply_queue_only_when_named(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A job on the desk's own realizer is sent as before, without the field: a realizer image older
+        than the field (extra="forbid") still reads it."""
+        data: dict[str, Any] = handler(self)
+        if self.reply_queue_url is None:
+            data.pop("reply_queue_url", None)
+        return data
 
 
 class Realization(BaseModel):
@@ -154,6 +171,7 @@ def build_realize_job(
     pack: DomainPack,
     now: datetime,
     topic: str | None = None,
+    reply_queue_url: str | None = None,
 ) -> RealizeJob:
     """The job for one generated turn. Its inputs are ids, coarse state and the action: no user text."""
     return RealizeJob(
@@ -166,4 +184,5 @@ def build_realize_job(
         fact_ids=passage_ids(action, state, pack, topic),
         messages=build_realizer_messages(state, action, pack, topic),
         created_at=now,
+        reply_queue_url=reply_queue_url,
     )

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     table_name: Annotated[str, Field(min_length=3)]
     realize_queue_url: str = ""
     screen_queue_url: str = ""
+    # The realize queue is another stack's (SHARED_REALIZER, the template's SharedRealizerQueueArn): each
+    # job names this desk's screen queue as its reply queue.
+    shared_realizer: bool = False
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     reply_retention_hours: Annotated[int, Field(ge=1, le=24 * 365)] = 24
     reply_deadline_seconds: Annotated[int, Field(ge=0, le=MAX_REPLY_DEADLINE_SECONDS)] = 60
