@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 AWS_ERRORS = (BotoCoreError, ClientError)
@@ -23,3 +25,15 @@ def sentence(text: str) -> str:
     """`text` ended with one full stop, unless it asks a question."""
     text = text.rstrip(" .")
     return text if text.endswith("?") else text + "."
+
+
+def physical_ids(cloudformation: Any, stack: str) -> dict[str, str]:
+    """Each of the stack's resources by logical id: its physical id, skipping any already deleted.
+    ListStackResources pages through every resource, where DescribeStackResources stops at 100 (the
+    transformed template has more). AWS errors are the caller's to word."""
+    physical: dict[str, str] = {}
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
+        for summary in page["StackResourceSummaries"]:
+            if summary.get("PhysicalResourceId") and summary.get("ResourceStatus") != "DELETE_COMPLETE":
+                physical[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+    return physical

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ops.aws import AWS_ERRORS, aws_reason, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
 
 SECRET = "OriginVerifySecret"
 DISTRIBUTION = "PagesDistribution"
@@ -51,12 +51,8 @@ def new_value() -> str:
 
 def stack_resources(cloudformation: Any, stack: str) -> tuple[str, str]:
     """The stack's origin-verify secret (its ARN) and its pages distribution (its id)."""
-    physical: dict[str, str] = {}
     try:
-        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
-            for summary in page["StackResourceSummaries"]:
-                if summary.get("PhysicalResourceId") and summary.get("ResourceStatus") != "DELETE_COMPLETE":
-                    physical[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+        physical = physical_ids(cloudformation, stack)
     except AWS_ERRORS as error:
         raise RotateFailure(f"looking up the resources of the stack {stack} failed ({aws_reason(error)})") from None
     missing = [name for name in (SECRET, DISTRIBUTION) if name not in physical]

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ops.aws import AWS_ERRORS, aws_reason, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
 
 # The template's logical ids of what needs emptying or stopping before CloudFormation can delete it.
 GPU_GROUP = "GpuAutoScalingGroup"
@@ -155,14 +155,9 @@ def step(name: str) -> Iterator[None]:
 
 def find_resources(cloudformation: Any, stack: str) -> StackResources:
     """The physical ids of the stack's GPU group, realizer cluster, service and scalable target, and pages
-    bucket, skipping any already deleted. ListStackResources pages through every resource, where
-    DescribeStackResources stops at 100 (the transformed template has more)."""
-    physical: dict[str, str] = {}
+    bucket, skipping any already deleted (ops.aws.physical_ids)."""
     with step(f"looking up the resources of the stack {stack}"):
-        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
-            for summary in page["StackResourceSummaries"]:
-                if summary.get("PhysicalResourceId") and summary.get("ResourceStatus") != "DELETE_COMPLETE":
-                    physical[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+        physical = physical_ids(cloudformation, stack)
     target = physical.get(SCALABLE_TARGET)
     return StackResources(
         gpu_group=physical.get(GPU_GROUP),

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from dialogue.audit_chain import Problem, chains, compare_copies, verify_links
 from dialogue.aws.audit import read_copies, read_table_links
-from ops.aws import AWS_ERRORS, aws_reason, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
 
 TABLE = "ConversationTable"
 BUCKET = "AuditBucket"
@@ -52,12 +52,8 @@ class Report:
 
 def stack_resources(cloudformation: Any, stack: str) -> tuple[str, str | None]:
     """The stack's conversation table and audit bucket (None: the stack has none)."""
-    physical: dict[str, str] = {}
     try:
-        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack):
-            for summary in page["StackResourceSummaries"]:
-                if summary.get("PhysicalResourceId") and summary.get("ResourceStatus") != "DELETE_COMPLETE":
-                    physical[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+        physical = physical_ids(cloudformation, stack)
     except AWS_ERRORS as error:
         raise VerifyFailure(f"looking up the resources of the stack {stack} failed ({aws_reason(error)})") from None
     if TABLE not in physical:

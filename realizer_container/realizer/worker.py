@@ -324,13 +324,17 @@ class RealizerWorker:
         stale = [item for item in batch.received if item.job.created_at + self._stale_after <= now]
         if not stale:
             return 0
-        batch.received = [item for item in batch.received if item not in stale]
-        handles = [item.receipt_handle for item in stale]
-        heartbeat.forget(handles)
-        self._delete(handles)
+        self._drop_unrun(batch, heartbeat, stale)
         self.stale_dropped += len(stale)
         log.info("stale jobs dropped unrun", extra={"jobs": len(stale), "job_ids": [i.job.job_id for i in stale]})
         return len(stale)
+
+    def _drop_unrun(self, batch: _Batch, heartbeat: VisibilityHeartbeat, items: list[_Received]) -> None:
+        """Take `items` out of the batch and delete their messages, unrun: no retry, no heartbeat."""
+        batch.received = [item for item in batch.received if item not in items]
+        handles = [item.receipt_handle for item in items]
+        heartbeat.forget(handles)
+        self._delete(handles)
 
     def _destination(self, job: RealizeJob) -> str | None:
         """The queue the job's reply goes to, or None when the realizer may not answer there."""
@@ -345,10 +349,7 @@ class RealizerWorker:
         refused = [item for item in batch.received if self._destination(item.job) is None]
         if not refused:
             return 0
-        batch.received = [item for item in batch.received if item not in refused]
-        handles = [item.receipt_handle for item in refused]
-        heartbeat.forget(handles)
-        self._delete(handles)
+        self._drop_unrun(batch, heartbeat, refused)
         self.refused += len(refused)
         log.warning(
             "jobs refused: reply queue not allowed",
