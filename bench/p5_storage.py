@@ -228,7 +228,7 @@ def attribute_table(item: Mapping[str, Mapping[str, Any]]) -> str:
 def worst_case_turn(stack: Any) -> dict[str, Any]:
     """Write, through the store, the largest TURN item the records allow, and read it back."""
     from devstack.stack import TABLE_NAME
-    from dialogue.actions import Action, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
+    from dialogue.actions import FIXED_ACTIONS, HumanReview, Queue, ReplyScreen, ReplySource, Screen, TurnStatus
     from dialogue.aws.factory import get_desk_store, get_store
     from dialogue.aws.table import partition_key, turn_sort_key
     from dialogue.conversation import new_conversation
@@ -249,7 +249,7 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     )
     store.create_conversation(before)
     intent = max((rule.name for rule in pack.spec.understanding.intents), key=len)
-    action = max((action for action in Action if action.uses_model), key=lambda a: len(str(a)))
+    action = max((action for action in FIXED_ACTIONS if action.uses_model), key=lambda a: len(str(a)))
     turn = TurnRecord(
         conversation_id=conversation_id,
         turn_id=999_999,

@@ -54,7 +54,7 @@ def build_jobs(count: int) -> list[dict[str, Any]]:
     """`count` jobs over every state the frame allows and every generated action, as JSON."""
     import itertools
 
-    from dialogue.actions import Action
+    from dialogue.actions import FIXED_ACTIONS
     from dialogue.pack import get_pack
     from dialogue.realize import build_realize_job
     from dialogue.state import DialogueState
@@ -64,7 +64,7 @@ def build_jobs(count: int) -> list[dict[str, Any]]:
         DialogueState.from_slots(pack.frame, dict(zip(pack.frame.slot_names, values, strict=True)))
         for values in itertools.product(*(spec.values for spec in pack.frame.slots))
     ]
-    pairs = itertools.cycle(itertools.product([a for a in Action if a.uses_model], states))
+    pairs = itertools.cycle(itertools.product([a for a in FIXED_ACTIONS if a.uses_model], states))
     jobs = []
     for number in range(1, count + 1):
         action, state = next(pairs)

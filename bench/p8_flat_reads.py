@@ -66,7 +66,7 @@ def main() -> int:
     from devstack.stack import TABLE_NAME, LocalStack, local_stack
     from dialogue.actions import Queue
     from dialogue.aws.factory import get_desk_store, get_store
-    from dialogue.aws.table import STATE_SK, turn_sort_key
+    from dialogue.aws.table import MESSAGE_PREFIX, STATE_SK, TURN_PREFIX, partition_key, turn_sort_key
     from dialogue.human_checks import use_draws
     from dialogue.realize import RealizedReply, RealizeJob
 
@@ -170,7 +170,14 @@ def main() -> int:
 
             def whole_conversation(conversation: UUID = conversation_id) -> None:
                 store.load_conversation(conversation)
-                store.thread(conversation)
+                for prefix in (TURN_PREFIX, MESSAGE_PREFIX):  # every turn, reply and staff message, all pages
+                    for _page in stack.dynamodb.get_paginator("query").paginate(
+                        TableName=TABLE_NAME,
+                        KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                        ExpressionAttributeValues={":pk": {"S": partition_key(conversation)}, ":prefix": {"S": prefix}},
+                        ConsistentRead=True,
+                    ):
+                        pass
 
             if size in BEFORE_SIZES:
                 count("GET /staff/stats", size, whole_queues, into=before)

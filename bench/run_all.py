@@ -71,21 +71,21 @@ FIXES = """\
   run kept the TURN item under 400 B with epoch-second times and the screens that fired as a bit field.
   The goal is now one write unit (1 KB) per item, and the record is kept readable instead: every time in
   ISO 8601, the screens that fired as a set of their names. A TURN item is 394 B at turn 1 and at most 534 B.
-- **P6, the desk profile** (`layers/dialogue/dialogue/pack/word_gate.py`, `screens.py`): the desk's
-  eight screens first ran at 10,900 replies/s, each of its patterns 4-10 µs per reply (Python's re tries
-  a pattern that begins with `\\b` at every word). Each pattern now has a word gate, read from its parse
-  tree: the words, or pairs of neighbouring words, a match can begin (or end) with; one lookup of the
-  reply's words and pairs opens the gates, and a shut gate skips the scan (exact:
-  tests/unit/test_word_gate.py checks generated text for every pack and the screens' verdicts with every
-  gate open). Also: the selected rows' text, numerals and fallback are cached per job's rows and state,
-  the report is a tuple, and the program-name pattern looks for a capital before its exclusion list.
-  Before: 10,878 replies/s with the desk profile; the lesson profile went from 22,184 to 34,745.
-  Later (issue 26), the gates no longer read the parse tree of CPython's private `re._parser`: each
-  gate is its pattern written again in RE2's syntax from the pattern's text (lookarounds left out, each
-  class as the ASCII characters Python's re says it matches), and one `re2.Set` (google-re2) pass over
-  the reply runs them all; a gate opens only where its pattern can match, not wherever a first word
-  appears. Run in pairs, the code before and after: 34,641 and 40,809, 26,521 and 38,988, 33,893 and
-  40,295 replies/s with the desk profile.
+- **P6, the desk profile** (`screens.py`): the desk's eight screens first ran at 10,900 replies/s,
+  each of its patterns 4-10 µs per reply (Python's re tries a pattern that begins with `\\b` at every
+  word). The selected rows' text, numerals and fallback are now cached per job's rows and state, the
+  report is a tuple, and the program-name pattern looks for a capital before its exclusion list. Word
+  gates (issues 24 and 26: each pattern written again for RE2, one google-re2 pass over the reply
+  skipping the patterns that could not match) took the desk profile to about 40,000 replies/s on a quiet
+  machine. Issue 43 removed them: measured in one run on one machine (30 interleaved rounds, medians),
+  `decide` with the desk profile screened 16,681 replies/s with the gates (60 µs a reply) and 10,889
+  without them (92 µs; fastest rounds 18,997 and 11,908; the content screens alone 25,587 and 12,917).
+  The 32 µs they saved a reply is a few hundred-thousandths of the seconds of GPU time that worded it,
+  and the screen Lambda, billed by the millisecond, takes under one either way: not worth 512 lines
+  that rewrote Python's regular expressions for RE2, their tests, a pack check and the native
+  google-re2 wheel in the layer and the realizer image. The screens scan every pattern with Python's
+  re, with the same verdicts (tests/unit/test_screens.py, test_screen_table.py, test_desk_screens.py,
+  the desks' controls), and P6 misses its 20,000/s.
 - **P8, flat reads** (`layers/dialogue/dialogue/desk.py`, `conversation.py`, `aws/figures.py`, `aws/queues.py`,
   `aws/replies.py`):
   the figures read both whole queues (1,004 items with 1,000 stored) and every `/messages` poll the whole

@@ -246,7 +246,7 @@ def _check_pack(args: argparse.Namespace) -> int:
     if not (desk / "domain.toml").is_file():
         print("devstack: check-pack needs a folder holding a domain.toml", file=sys.stderr)
         return 2
-    checks = check_pack(desk, profile=args.understanding, gate_samples=args.gate_samples)
+    checks = check_pack(desk, profile=args.understanding)
     print(check_table(desk, checks))
     if findings := check_findings(checks):
         print(f"\n{findings}\n")
@@ -430,9 +430,6 @@ def main(argv: list[str] | None = None) -> int:
 
     checking = commands.add_parser("check-pack", help="run every check the tests run on data/* on one pack")
     checking.add_argument("path", help="a domain pack's folder, or a desk's name under data/")
-    checking.add_argument(
-        "--gate-samples", type=int, default=300, help="generated texts for the word gates (default: 300)"
-    )
     _understanding_option(checking)
     checking.set_defaults(run=_check_pack)
 

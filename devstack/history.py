@@ -72,46 +72,52 @@ def _record(conversation_id: UUID, turn_id: int, at: datetime, **fields: Any) ->
     return TurnRecord.model_validate(values)
 
 
-def decided_review(conversation_id: UUID, turn_id: int, at: datetime, number: int) -> TurnRecord:
-    """A generated reply, screened (every third held) and decided by staff a minute after it was queued."""
-    held = number % 3 == 0
+def _finished(conversation_id: UUID, turn_id: int, at: datetime, **fields: Any) -> TurnRecord:
+    """A final turn, queued at `at` and finished with by staff ("history")."""
     return _record(
         conversation_id,
         turn_id,
         at,
-        action=Action.INFORM,
-        reply_source=ReplySource.MODEL,
         status=TurnStatus.FINAL,
+        finalized_at=at,
+        queued_at=at,
+        decided_by="history",
+        **fields,
+    )
+
+
+def decided_review(conversation_id: UUID, turn_id: int, at: datetime, number: int) -> TurnRecord:
+    """A generated reply, screened (every third held) and decided by staff a minute after it was queued."""
+    held = number % 3 == 0
+    return _finished(
+        conversation_id,
+        turn_id,
+        at,
         reply_screen=ReplyScreen.HELD if held else ReplyScreen.NOT_FLAGGED,
         screens_fired=(Screen.PROMISE_WORDS,) if held else (),
         fallback_used=held,
         human_review=(HumanReview.APPROVED, HumanReview.REJECTED, HumanReview.CORRECTED)[number % 3],
-        finalized_at=at,
-        queue=Queue.REVIEW,
-        queued_at=at,
-        decided_by="history",
-        decided_at=at + timedelta(minutes=1),
         decision_reason=None if number % 3 == 0 else "wrong_fact",
+        decided_at=at + timedelta(minutes=1),
+        action=Action.INFORM,
+        reply_source=ReplySource.MODEL,
+        queue=Queue.REVIEW,
     )
 
 
 def closed_handoff(conversation_id: UUID, turn_id: int, at: datetime) -> TurnRecord:
     """A hand_off turn that staff answered and closed an hour after it was queued."""
-    return _record(
+    return _finished(
         conversation_id,
         turn_id,
         at,
         action=Action.HAND_OFF,
         reply_source=ReplySource.FIXED,
-        status=TurnStatus.FINAL,
         reply_screen=ReplyScreen.NOT_APPLICABLE,
         human_review=HumanReview.NOT_APPLICABLE,
-        finalized_at=at,
-        queue=Queue.HANDOFF,
-        queued_at=at,
-        handoff_status=HandoffStatus.CLOSED,
-        decided_by="history",
         decided_at=at + timedelta(hours=1),
+        queue=Queue.HANDOFF,
+        handoff_status=HandoffStatus.CLOSED,
     )
 
 

@@ -20,7 +20,6 @@ tests of `data/*` call these same functions, so a pack that passes here passes t
 |                  | refused or lies in a benign exception it names, and each exception is needed      |
 | domain words     | no identifier or string of the shared code names this desk's words; the pack     |
 |                  | names no other desk                                                              |
-| word gates       | a shut gate never hides a match, on seeded text built from the patterns' words    |
 | examples         | no held-out text (`*_heldout*.csv`) is an example (where the desk has            |
 |                  | examples.toml); each one that is, is named                                       |
 """
@@ -30,7 +29,6 @@ from __future__ import annotations
 import ast
 import itertools
 import os
-import random
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dialogue.actions import Action
-from dialogue.normalize import normalize, normalize_reply
+from dialogue.normalize import normalize
 from dialogue.pack import (
     PACK_DIR_ENV,
     PROFILE_ENV,
@@ -51,9 +49,7 @@ from dialogue.pack import (
     load_pack,
 )
 from dialogue.pack.loader import read_csv_records
-from dialogue.pack.word_gate import GatedPattern
 from dialogue.replies import fixed_reply, reply_fields
-from dialogue.screens import Folded, names_text
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
 
@@ -297,55 +293,6 @@ def other_desks(desk: Path, root: Path = ROOT) -> dict[str, DomainPack]:
 def pack_files(desk: Path) -> list[Path]:
     """The pack's own files: its tables, handbook and test sets (not `eval/`, which holds outside text)."""
     return sorted(path for path in desk.iterdir() if path.is_file() and path.suffix in {".toml", ".csv"})
-
-
-# --- word gates --------------------------------------------------------------------------------------
-
-
-def gated_patterns(pack: DomainPack) -> list[tuple[str, GatedPattern]]:
-    """The screens' patterns that a word gate may skip, by name."""
-    compiled, desk = pack.compiled, pack.compiled.desk
-    found = [("personal_detail", compiled.personal_detail), ("promise", compiled.promise)]
-    if desk is not None:
-        names: tuple[str, ...] = ("status_claim", "personal_question", "program_name", "date_word", "third_person")
-        names += ("boilerplate", "contact_promise", "time")
-        found += [(name, getattr(desk, name)) for name in names]
-    return found
-
-
-def gate_vocabulary(pack: DomainPack) -> list[str]:
-    """Each gated pattern's own words (so that generated text matches often), the pack's program
-    names, and look-alikes that test the edges: capitals, apostrophes, digits, letters beyond a-z."""
-    words: set[str] = set()
-    for _name, gated in gated_patterns(pack):
-        words |= set(re.findall(r"[A-Za-z]+", gated.pattern.pattern))
-    for program in pack.spec.programs:
-        words |= set(program.display_name.split())
-    return [*sorted(words), "I'm", "you're", "we'll", "3", "24", "caf\u00e9", "f\u0131t", "STRASSE", "stra\u00dfe"]
-
-
-def hidden_match(pack: DomainPack, text: str) -> str | None:
-    """The name of a gated pattern that matches `text` as the screens read it while its gate stays
-    shut, or None."""
-    normalized = normalize_reply(text)
-    folded = Folded.of(normalized, pack)
-    for name, gated in gated_patterns(pack):
-        read = names_text(normalized) if name == "program_name" else normalized if gated.ascii_only else folded.text
-        gate_open = folded.open_gates is not None and folded.open_gates & gated.bit
-        if gated.pattern.search(read) is not None and not gate_open:
-            return name
-    return None
-
-
-def sample_gate_texts(pack: DomainPack, count: int, seed: int = 0) -> Iterator[str]:
-    """`count` texts of up to 14 words drawn from the gates' vocabulary, in mixed case and spacing."""
-    draw = random.Random(seed)
-    vocabulary = gate_vocabulary(pack)
-    cases: list[Callable[[str], str]] = [str, str.lower, str.title, str.upper]
-    separators = [" ", " ", ", ", ". ", "? ", "'", "\u2019", "-", "  ", "\n", "\u00a0", " ("]
-    for _ in range(count):
-        words = [draw.choice(cases)(draw.choice(vocabulary)) for _ in range(draw.randint(1, 14))]
-        yield "".join(word + draw.choice(separators) for word in words)
 
 
 # --- examples ----------------------------------------------------------------------------------------
@@ -617,15 +564,6 @@ def _domain_words(pack: DomainPack, desk: Path, root: Path) -> Check:
     return Check("domain words", not problems, _first_of(problems) if problems else detail, tuple(problems))
 
 
-def _gates(pack: DomainPack, samples: int) -> Check:
-    gated = gated_patterns(pack)
-    ungated = [name for name, pattern in gated if pattern.gate is None]
-    hidden = Counter(name for text in sample_gate_texts(pack, samples) if (name := hidden_match(pack, text)))
-    detail = f"{len(gated) - len(ungated)} of {len(gated)} patterns gated; {samples} generated texts"
-    detail += f", a shut gate hid a match of {dict(hidden)}" if hidden else ", no match hidden"
-    return Check("word gates", not hidden, detail)
-
-
 def _examples(pack: DomainPack, desk: Path) -> Check:
     if pack.examples is None:
         return Check("examples", None, "no examples.toml: the desk reads turns by its rules")
@@ -642,7 +580,6 @@ def check_pack(
     desk: Path,
     *,
     profile: str | None = None,
-    gate_samples: int = 300,
     root: Path = ROOT,
     only: Collection[str] | None = None,
 ) -> list[Check]:
@@ -669,7 +606,6 @@ def check_pack(
         ("controls", lambda: _controls(pack, desk)),
         ("seed floor", lambda: _floor(pack, desk)),
         ("domain words", lambda: _domain_words(pack, desk, root)),
-        ("word gates", lambda: _gates(pack, gate_samples)),
         ("examples", lambda: _examples(pack, desk)),
     ]
     if only is not None and (unknown := set(only) - {name for name, _ in runs}):

@@ -156,6 +156,25 @@ def _sqs(messages: list[tuple[str, str]]) -> dict[str, Any]:
     return sqs_event([_sqs_message(name, body) for name, body in messages], SCREEN_QUEUE_ARN)
 
 
+def _alarm_action(alarm: str, state: str, previous: str) -> dict[str, Any]:
+    """CloudWatch's invocation of a Lambda alarm action: the alarm's state change, with fixed names and times."""
+    stamp = NOW.strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+    name = f"enrollment-desk-{alarm}-EXAMPLE"
+    return {
+        "source": "aws.cloudwatch",
+        "alarmArn": f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}",
+        "accountId": ACCOUNT,
+        "time": stamp,
+        "region": REGION,
+        "alarmData": {
+            "alarmName": name,
+            "state": {"value": state, "reason": "Threshold Crossed: sample event", "timestamp": stamp},
+            "previousState": {"value": previous, "reason": "sample event", "timestamp": stamp},
+            "configuration": {"description": "sample event"},
+        },
+    }
+
+
 def _pending_turns() -> dict[int, Any]:
     """Replay TURNS through the dialogue core; the pending TurnRecord of each turn a model words, by id."""
     from dialogue.actions import HumanReview, ReplyScreen, ReplySource, TurnStatus
@@ -215,10 +234,10 @@ def _realize_jobs(turns: dict[int, Any]) -> dict[int, Any]:
 
 def _stream_event(turn: Any) -> dict[str, Any]:
     """A DynamoDB stream batch, as Lambda delivers it, with the INSERT of one pending TURN item."""
-    from dialogue.aws.stores import DynamoConversationStore
+    from dialogue.aws.turns import TurnItems
 
-    store = DynamoConversationStore(None, "unused", retention=timedelta(days=30), reply_retention=timedelta(hours=24))  # type: ignore[arg-type]
-    item = dict(sorted(store.turn_item(turn).items()))
+    turns = TurnItems(None, "unused", retention=timedelta(days=30))  # type: ignore[arg-type]
+    item = dict(sorted(turns.turn_item(turn).items()))
     return {
         "Records": [
             {
@@ -284,7 +303,7 @@ def _seed_item() -> dict[str, Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         create_resources(dynamodb, boto3.client("sqs", region_name=REGION))
-        store = DynamoConversationStore(
+        store = DynamoConversationStore.on_table(
             dynamodb, TABLE_NAME, retention=timedelta(days=30), reply_retention=timedelta(hours=24)
         )
         store.create_conversation(new_conversation(CONVERSATION_ID, pack, NOW))
@@ -321,6 +340,8 @@ def build_events() -> Iterator[tuple[str, Any]]:
     yield from _staff_events()
     # EventBridge Scheduler's invocation of the sweeper: the schedule sets no input, and the sweeper reads none.
     yield "schedule-sweep-turns.json", {}
+    # GpuHoursAlarm's action: its ALARM invokes the off switch (RealizerSwitchFunction).
+    yield "alarm-gpu-hours-switch-off.json", _alarm_action("GpuHoursAlarm", "ALARM", "OK")
     yield "api-get-messages.json", _http("get-messages", "GET", f"{conversation}/messages", query="after=0")
     yield "api-get-turn.json", _http("get-turn", "GET", f"{conversation}/turns/{clean_turn}")
     yield "api-get-conversation.json", _http("get-conversation", "GET", conversation)

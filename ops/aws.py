@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -25,6 +26,17 @@ def sentence(text: str) -> str:
     """`text` ended with one full stop, unless it asks a question."""
     text = text.rstrip(" .")
     return text if text.endswith("?") else text + "."
+
+
+def report_failure(tool: str, error: Exception) -> int:
+    """How an operator tool ends on a failure it words: `tool: the error.` on stderr, and exit status 1."""
+    print(f"{tool}: {sentence(str(error))}", file=sys.stderr)
+    return 1
+
+
+def session_clients(session: Any, *services: str) -> list[Any]:
+    """A boto3 client of `session` for each service, in the order named."""
+    return [session.client(service) for service in services]
 
 
 def physical_ids(cloudformation: Any, stack: str) -> dict[str, str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ops.aws import AWS_ERRORS, aws_reason, sentence
+from ops.aws import AWS_ERRORS, aws_reason, report_failure, sentence, session_clients
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 
@@ -313,13 +313,14 @@ def template_facts(template: Mapping[str, Any]) -> TemplateFacts:
 
 @dataclass(frozen=True)
 class Clients:
+    region: str
+    # One boto3 client per service, in the order `for_region` names them.
     ec2: Any
     quotas: Any  # Service Quotas
     lambda_: Any
     iam: Any
     cognito: Any  # cognito-idp
     cloudfront: Any
-    region: str
 
     @classmethod
     def for_region(cls, region: str | None) -> Clients:
@@ -328,15 +329,8 @@ class Clients:
         session = boto3.Session(region_name=region)
         if not session.region_name:
             raise PreflightError("no region: pass --region (make preflight REGION=us-east-1) or run aws configure")
-        return cls(
-            ec2=session.client("ec2"),
-            quotas=session.client("service-quotas"),
-            lambda_=session.client("lambda"),
-            iam=session.client("iam"),
-            cognito=session.client("cognito-idp"),
-            cloudfront=session.client("cloudfront"),
-            region=str(session.region_name),
-        )
+        clients = session_clients(session, "ec2", "service-quotas", "lambda", "iam", "cognito-idp", "cloudfront")
+        return cls(str(session.region_name), *clients)
 
 
 def _names(items: Iterable[str]) -> str:
@@ -676,8 +670,7 @@ def main(
         facts = template_facts(load_template(template))
         clients = (connect or Clients.for_region)(args.region)
     except PreflightError as error:
-        print(f"preflight: {sentence(str(error))}", file=sys.stderr)
-        return 1
+        return report_failure("preflight", error)
     except AWS_ERRORS as error:
         print(f"preflight: connecting to AWS failed ({aws_reason(error)}).", file=sys.stderr)
         return 1

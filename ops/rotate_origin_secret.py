@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, report_failure, session_clients
 
 SECRET = "OriginVerifySecret"
 DISTRIBUTION = "PagesDistribution"
@@ -159,16 +159,15 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
 
         try:
             session = boto3.Session(region_name=args.region)
-            cloudformation, secretsmanager, cloudfront = (
-                session.client(name) for name in ("cloudformation", "secretsmanager", "cloudfront")
+            cloudformation, secretsmanager, cloudfront = session_clients(
+                session, "cloudformation", "secretsmanager", "cloudfront"
             )
         except AWS_ERRORS as error:
             raise RotateFailure(f"connecting to AWS failed ({aws_reason(error)})") from None
         secret_id, distribution_id = stack_resources(cloudformation, args.stack)
         rotate(secretsmanager, cloudfront, secret_id, distribution_id, out=out)
     except RotateFailure as error:
-        print(f"rotate-origin-secret: {sentence(str(error))}", file=sys.stderr)
-        return 1
+        return report_failure("rotate-origin-secret", error)
     return 0
 
 

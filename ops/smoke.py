@@ -42,7 +42,7 @@ from dialogue.actions import Action, TurnStatus
 from dialogue.pack import DomainPack, PackError, default_pack_dir, get_pack, pack_dir_for, read_scripted_turns
 from dialogue.replies import cold_reply_line, fixed_reply
 from dialogue.state import DialogueState
-from ops.aws import AWS_ERRORS, aws_reason, sentence
+from ops.aws import AWS_ERRORS, aws_reason, report_failure
 
 DEFAULT_TIMEOUT_S = 1200.0
 REQUEST_TIMEOUT_S = 15.0
@@ -267,8 +267,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         print(f"smoke: the turn API at {api_url}, the {pack.spec.domain.name}", file=shown, flush=True)
         outcome = run_smoke(TurnApi(api_url), utterance, pack, timeout_s=args.timeout, out=shown)
     except (SmokeFailure, PackError) as error:
-        print(f"smoke: {sentence(str(error))}", file=sys.stderr)
-        return 1
+        return report_failure("smoke", error)
     print(f"smoke: reply: {outcome.reply}", file=shown)
     print(f"smoke: {describe_outcome(outcome, pack)}", file=shown)
     if args.require_model and outcome.is_fallback is not False:

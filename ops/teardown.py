@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, report_failure, session_clients
 
 # The template's logical ids of what needs emptying or stopping before CloudFormation can delete it.
 GPU_GROUP = "GpuAutoScalingGroup"
@@ -95,12 +95,13 @@ class StackResources:
 
 @dataclass(frozen=True)
 class Clients:
+    region: str
+    # One boto3 client per service, in the order `for_region` names them.
     cloudformation: Any
     autoscaling: Any
     ecs: Any
     scaling: Any  # Application Auto Scaling
     s3: Any
-    region: str
 
     @classmethod
     def for_region(cls, region: str | None) -> Clients:
@@ -108,14 +109,8 @@ class Clients:
 
         with step("connecting to AWS"):
             session = boto3.Session(region_name=region)
-            return cls(
-                cloudformation=session.client("cloudformation"),
-                autoscaling=session.client("autoscaling"),
-                ecs=session.client("ecs"),
-                scaling=session.client("application-autoscaling"),
-                s3=session.client("s3"),
-                region=str(session.region_name),
-            )
+            clients = session_clients(session, "cloudformation", "autoscaling", "ecs", "application-autoscaling", "s3")
+            return cls(str(session.region_name), *clients)
 
 
 @dataclass(frozen=True)
@@ -388,8 +383,7 @@ def main(
             return 1
         teardown(args.stack, resources, clients, pace or Pace(), console)
     except TeardownError as error:
-        print(f"teardown: {sentence(str(error))}", file=sys.stderr)
-        return 1
+        return report_failure("teardown", error)
     return 0
 
 

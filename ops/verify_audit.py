@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from dialogue.audit_chain import Problem, chains, compare_copies, verify_links
 from dialogue.aws.audit import read_copies, read_table_links
-from ops.aws import AWS_ERRORS, aws_reason, physical_ids, sentence
+from ops.aws import AWS_ERRORS, aws_reason, physical_ids, report_failure, session_clients
 
 TABLE = "ConversationTable"
 BUCKET = "AuditBucket"
@@ -118,14 +118,13 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
 
         try:
             session = boto3.Session(region_name=args.region)
-            cloudformation, dynamodb, s3 = (session.client(name) for name in ("cloudformation", "dynamodb", "s3"))
+            cloudformation, dynamodb, s3 = session_clients(session, "cloudformation", "dynamodb", "s3")
         except AWS_ERRORS as error:
             raise VerifyFailure(f"connecting to AWS failed ({aws_reason(error)})") from None
         table, bucket = stack_resources(cloudformation, args.stack)
         report = verify(dynamodb, table, s3, bucket, args.conversation)
     except VerifyFailure as error:
-        print(f"verify-audit: {sentence(str(error))}", file=sys.stderr)
-        return 1
+        return report_failure("verify-audit", error)
     for problem in report.problems:
         print(f"verify-audit: {problem}", file=out)
     print(f"verify-audit: {report.summary()}.", file=out)

@@ -33,17 +33,18 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "layers" / "dialogue")]
+sys.path[:0] = [str(HERE), str(ROOT / "layers" / "dialogue"), str(ROOT)]
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import scorers  # noqa: E402
+
+from bench._common import median_call_us  # noqa: E402
 
 # data/eval_build/draw_examples.py as committed at DRAW_REV (the draw that wrote the desks' examples.toml
 # there): the working-tree copy is being changed, and the bench must draw the same examples every run.
@@ -527,15 +528,7 @@ def turns_150(n: int = 1000) -> list[str]:
 def per_turn_us(name: str) -> float:
     scorer = scorers.make(name, cache=False)
     scorer.build(drawn("riverton", None))
-    turns = turns_150()
-    for text in turns[:50]:
-        scorer.scores(text)
-    times = []
-    for text in turns:
-        start = time.perf_counter()
-        scorer.scores(text)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+    return median_call_us(scorer.scores, turns_150())
 
 
 # Per family: what the Lambda layer would need beyond the standard library and the layer's own pydantic,

@@ -186,8 +186,8 @@ print(time.perf_counter() - start)
 def timing(desk: str) -> None:
     import csv
     import random
-    import time
 
+    from bench._common import median_call_us
     from dialogue.pack import load_pack
 
     root = ROOT / "data" / desk
@@ -225,18 +225,9 @@ def timing(desk: str) -> None:
                 cold.append(float(done.stdout))
             index = load_pack(folder, profile="desk").example_index
             assert index is not None
-            for turn in turns[:50]:
-                index.match(turn)
-            times = []
-            for turn in turns:
-                start = time.perf_counter()
-                index.match(turn)
-                times.append(time.perf_counter() - start)
+            per_turn = median_call_us(index.match, turns)
             size = (folder / "examples.weights.json").stat().st_size if scorer == "linear" else 0
-            print(
-                f"| {desk} | {scorer} | {statistics.median(cold):.2f} s | {statistics.median(times) * 1e6:.0f} µs "
-                f"| {size / 1024:.0f} kB |"
-            )
+            print(f"| {desk} | {scorer} | {statistics.median(cold):.2f} s | {per_turn:.0f} µs | {size / 1024:.0f} kB |")
 
 
 if __name__ == "__main__":

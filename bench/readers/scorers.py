@@ -30,6 +30,7 @@ Nothing here downloads anything: HF_HUB_OFFLINE=1 is set on import, wordllama is
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -82,11 +83,14 @@ class TfidfNN(Scorer):
 
         self.index = ExampleIndex.build(labelled)
         self.labels = tuple(labelled)
+        ends = list(itertools.accumulate(len(examples) for examples in labelled.values()))
+        self.spans = tuple(zip([0, *ends[:-1]], ends, strict=True))  # each label's examples, in build order
 
     def scores(self, text: str) -> list[tuple[str, float]]:
-        ranked = self.index.rank(text, top=len(self.labels))
-        seen = {label for label, _ in ranked}
-        return ranked + [(label, 0.0) for label in self.labels if label not in seen]
+        """Every label by the cosine of its best example, best first (ties to the earlier label)."""
+        cosines = _tfidf_cosines(self.index, text)
+        best = [(label, max(cosines[start:end])) for label, (start, end) in zip(self.labels, self.spans, strict=True)]
+        return sorted(best, key=lambda pair: -pair[1])
 
 
 def _tfidf_cosines(index, text: str) -> list[float]:

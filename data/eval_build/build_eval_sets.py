@@ -72,31 +72,39 @@ def strip_markup(text: str) -> str:
     return text.strip()
 
 
-def rasa_md(raw: str) -> list[tuple[str, str]]:
-    """(intent, text) pairs from a Rasa 1.x markdown NLU file."""
+def rasa_md(raw: str, strip=strip_markup, *, headings_end_intents: bool = False) -> list[tuple[str, str]]:
+    """(intent, text) pairs from a Rasa 1.x markdown NLU file, each text through `strip`.
+    `headings_end_intents` (the fresh sets' sources): HTML comments are skipped, and any other `#` line
+    ends the intent it follows."""
+    if headings_end_intents:
+        raw = re.sub(r"<!--.*?-->", "", raw, flags=re.S)
     pairs, intent = [], None
     for line in raw.splitlines():
         head = re.match(r"\s*##\s*(intent|synonym|lookup|regex)\s*:\s*(.*)", line)
         if head:
             intent = head.group(2).strip() if head.group(1) == "intent" else None
             continue
+        if headings_end_intents and line.startswith("#"):
+            intent = None
+            continue
         item = re.match(r"\s*-\s+(.*)", line)
         if intent and item:
-            pairs.append((intent, strip_markup(item.group(1))))
+            pairs.append((intent, strip(item.group(1))))
     return pairs
 
 
-def rasa_yaml(raw: str) -> list[tuple[str, str]]:
+def rasa_yaml(raw: str, strip=strip_markup) -> list[tuple[str, str]]:
+    """(intent, text) pairs from a Rasa 2+ YAML NLU file, each text through `strip`."""
     import yaml
 
     pairs = []
     for block in yaml.safe_load(raw).get("nlu", []):
         if "intent" not in block:
             continue
-        for line in block.get("examples", "").splitlines():
+        for line in (block.get("examples") or "").splitlines():
             item = re.match(r"\s*-\s+(.*)", line)
             if item:
-                pairs.append((block["intent"], strip_markup(item.group(1))))
+                pairs.append((block["intent"], strip(item.group(1))))
     return pairs
 
 
@@ -633,20 +641,24 @@ def library_rows():
 # ---------------------------------------------------------------- writing
 
 
-def clean(rows):
-    """Drop empty, over-long (> 1000 characters) and duplicate texts (exact match after trimming the
-    ends; the first occurrence wins). Returns (kept, dropped counts)."""
-    kept, seen, dropped = [], set(), {"empty": 0, "too_long": 0, "duplicate": 0}
+def clean(rows, seen=None, *, key=lambda text: text, existing=None):
+    """Drop empty, over-long (> 1000 characters) and duplicate texts (the same `key` of the text with its
+    ends trimmed, exact by default; the first occurrence wins, and `seen` carries the keys across calls);
+    with `existing`, also the texts whose key is in it. Returns (kept, dropped counts)."""
+    kept, seen = [], set() if seen is None else seen
+    dropped = {"empty": 0, "too_long": 0, "duplicate": 0} | ({} if existing is None else {"in_existing_sets": 0})
     for source, text, label in rows:
         text = text.strip()
         if not text:
             dropped["empty"] += 1
         elif len(text) > 1000:
             dropped["too_long"] += 1
-        elif text in seen:
+        elif existing is not None and key(text) in existing:
+            dropped["in_existing_sets"] += 1
+        elif key(text) in seen:
             dropped["duplicate"] += 1
         else:
-            seen.add(text)
+            seen.add(key(text))
             kept.append((source, text, label))
     return kept, dropped
 

@@ -26,12 +26,13 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The first sets' builder's pieces that are the same here: where sets go, the split, the row labels, writing.
 from build_eval_sets import MIRROR, OUT, either, inform, sha, write
+from build_eval_sets import clean as eval_sets_clean
+from build_eval_sets import rasa_md as eval_sets_rasa_md
+from build_eval_sets import rasa_yaml as eval_sets_rasa_yaml
 from build_eval_sets import uncovered_topic as ut
 
 # repository -> commit read
@@ -97,32 +98,11 @@ def strip_markup(text: str) -> str:
 
 def rasa_md(raw: str) -> list[tuple[str, str]]:
     """(intent, text) from Rasa 1.x markdown; `##intent:x` / `## intent: x` both accepted; HTML comments skipped."""
-    raw = re.sub(r"<!--.*?-->", "", raw, flags=re.S)
-    pairs, intent = [], None
-    for line in raw.splitlines():
-        head = re.match(r"\s*##\s*(intent|synonym|lookup|regex)\s*:\s*(.*)", line)
-        if head:
-            intent = head.group(2).strip() if head.group(1) == "intent" else None
-            continue
-        if line.startswith("#"):
-            intent = None
-            continue
-        item = re.match(r"\s*-\s+(.*)", line)
-        if intent and item:
-            pairs.append((intent, strip_markup(item.group(1))))
-    return pairs
+    return eval_sets_rasa_md(raw, strip_markup, headings_end_intents=True)
 
 
 def rasa_yaml(raw: str) -> list[tuple[str, str]]:
-    pairs = []
-    for block in yaml.safe_load(raw).get("nlu", []):
-        if "intent" not in block:
-            continue
-        for line in (block.get("examples") or "").splitlines():
-            item = re.match(r"\s*-\s+(.*)", line)
-            if item:
-                pairs.append((block["intent"], strip_markup(item.group(1))))
-    return pairs
+    return eval_sets_rasa_yaml(raw, strip_markup)
 
 
 # ---------------------------------------------------------------- labels
@@ -373,27 +353,21 @@ def college_rows():
             if label is not SKIP:
                 rows.append((source, text, label))
 
-    add("infonest_au", rasa_md(show("thit2003/InfoNest", "InfoNest-Rasa-Bot/data/nlu.md")), INFONEST_TAG, INFONEST_TEXT)
-    add(
-        "infonest_au",
-        rasa_yaml(show("thit2003/InfoNest", "InfoNest-Rasa-Bot/data/nlu.yml")),
-        INFONEST_TAG,
-        INFONEST_TEXT,
-    )
-    add("skaushik_ssn", rasa_yaml(show("SKaushikAK/Rasa", "data/nlu.yml")), SSN_TAG, SSN_TEXT, SSN_LOOKALIKE)
+    def add_nlu(source, repo, path, tag_map, text_map, lookalike_tags=frozenset()):
+        raw = show(repo, path)
+        add(source, rasa_md(raw) if path.endswith(".md") else rasa_yaml(raw), tag_map, text_map, lookalike_tags)
+
+    add_nlu("infonest_au", "thit2003/InfoNest", "InfoNest-Rasa-Bot/data/nlu.md", INFONEST_TAG, INFONEST_TEXT)
+    add_nlu("infonest_au", "thit2003/InfoNest", "InfoNest-Rasa-Bot/data/nlu.yml", INFONEST_TAG, INFONEST_TEXT)
+    add_nlu("skaushik_ssn", "SKaushikAK/Rasa", "data/nlu.yml", SSN_TAG, SSN_TEXT, SSN_LOOKALIKE)
     m4 = rasa_yaml(show("m4hfuj/university-chatbot-rasa", "data/nlu.yml"))
     # teacher questions: "how can I contact X sir" -> uncovered (contact details); the rest -> look-alikes
     m4_look = [(t, x) for t, x in m4 if t == "info_about_teacher" and not CONTACT_WORDS.search(x)]
     for _, text in m4_look:
         look.append(("m4hfuj_university", text, ("!hand_off", "", "", "person_lookalike")))
     add("m4hfuj_university", [(t, x) for t, x in m4 if (t, x) not in m4_look], M4_TAG, {})
-    add("chirag_charusat", rasa_md(show("chirag-jethvaa/Chatbot", "data/nlu.md")), CHIRAG_TAG, CHIRAG_TEXT)
-    add(
-        "dipesh_nhce",
-        rasa_md(show("dipeshshresthaofficial/College_bot_RASA_porject", "data/nlu.md")),
-        DIPESH_TAG,
-        DIPESH_TEXT,
-    )
+    add_nlu("chirag_charusat", "chirag-jethvaa/Chatbot", "data/nlu.md", CHIRAG_TAG, CHIRAG_TEXT)
+    add_nlu("dipesh_nhce", "dipeshshresthaofficial/College_bot_RASA_porject", "data/nlu.md", DIPESH_TAG, DIPESH_TEXT)
     umt = json.loads(show("DevSaad28/Umt-Admission-Chatbot", "chatbot/university_faq_chatbot.json"))
     for faq in umt["faqs"]:
         for text in [faq["original_question"], *faq["possible_questions"]]:
@@ -608,23 +582,7 @@ def existing_texts() -> set[str]:
 
 
 def clean(rows, seen: set[str]):
-    kept, dropped = [], {"empty": 0, "too_long": 0, "duplicate": 0, "in_existing_sets": 0}
-    existing = existing_texts()
-    for source, text, label in rows:
-        text = text.strip()
-        key = norm(text)
-        if not text:
-            dropped["empty"] += 1
-        elif len(text) > 1000:
-            dropped["too_long"] += 1
-        elif key in existing:
-            dropped["in_existing_sets"] += 1
-        elif key in seen:
-            dropped["duplicate"] += 1
-        else:
-            seen.add(key)
-            kept.append((source, text, label))
-    return kept, dropped
+    return eval_sets_clean(rows, seen, key=norm, existing=existing_texts())
 
 
 def main() -> None:

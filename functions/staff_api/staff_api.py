@@ -41,7 +41,6 @@ from dialogue.aws.api import (
 from dialogue.aws.factory import get_desk_store, get_sealer
 from dialogue.aws.observability import logger, metrics, tracer
 from dialogue.aws.origin import forget_origin_values
-from dialogue.aws.stores import DynamoDeskStore
 from dialogue.desk import (
     DecisionRequest,
     DeskInfo,
@@ -54,7 +53,7 @@ from dialogue.desk import (
 )
 from dialogue.errors import DialogueError, NoContactLeft, SealUnavailable
 from dialogue.pack import get_pack
-from dialogue.ports import StaffMessage
+from dialogue.ports import DeskStore, StaffMessage
 from dialogue.realize import ModelAction
 from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
@@ -108,7 +107,7 @@ def _staff() -> StaffMember:
     return staff
 
 
-def _store() -> DynamoDeskStore:
+def _store() -> DeskStore:
     return get_desk_store()
 
 
@@ -204,7 +203,7 @@ def get_review(conversation_id: ConversationId, turn_id: TurnId) -> ReviewItem:
 
 def _seen(conversation_id: UUID) -> list[conversation.Message]:
     """What the resident was shown in the conversation, in order (the chat's own /messages read)."""
-    return conversation.messages(_store(), get_pack(), conversation_id, 0).messages
+    return conversation.messages(_store().conversations, get_pack(), conversation_id, 0).messages
 
 
 @app.get(
@@ -379,7 +378,7 @@ _CORRECT_DOC = {
 def _correct_record(queue: Queue, conversation_id: UUID, turn_id: int, request: SlotCorrection) -> RecordCorrected:
     """Set one slot of the conversation's record from an item of `queue` whose claim the caller holds: the
     STATE item (versioned), a turn recording the change and the item's audit link, in one transaction
-    (dialogue.desk.corrected_record, dialogue.aws.queues). Slot and value are the pack's names, so they
+    (dialogue.desk.corrected_record, dialogue.ports.DeskStore). Slot and value are the pack's names, so they
     may be logged."""
     pack, store, staff, now = get_pack(), _store(), _staff(), _now()
     slot, value = desk.checked_correction(request, pack)

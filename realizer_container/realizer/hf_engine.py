@@ -23,6 +23,7 @@ import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -96,29 +97,19 @@ Prepared = tuple[int, list[int], int]
 """A job ready to generate: its index in the batch, its prompt ids and its new-token cap."""
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class TemplatedPrompts:
     """What both model engines share: their identity and decoding settings, the job's prompt under the
     model tokenizer's own chat template and its ids, the new-token cap (the job's own, never more than
     the engine's), and the jobs answered before any generation (a prompt that fails, or is over budget)."""
 
-    tokenizer: Any
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        model_id: str | None,
-        revision: str | None,
-        max_new_tokens: int = MAX_NEW_TOKENS,
-        repetition_penalty: float = REPETITION_PENALTY,
-        token_budget: int = DESIGN_TOKEN_BUDGET,
-    ) -> None:
-        self.name = name
-        self.model_id = model_id
-        self.revision = revision
-        self.max_new_tokens = max_new_tokens
-        self.repetition_penalty = repetition_penalty
-        self.token_budget = token_budget
+    name: str
+    model_id: str | None
+    revision: str | None
+    max_new_tokens: int = MAX_NEW_TOKENS
+    repetition_penalty: float = REPETITION_PENALTY
+    token_budget: int = DESIGN_TOKEN_BUDGET
+    tokenizer: Any = field(init=False)  # the engine's own, set by its __init__
 
     def new_tokens(self, job: RealizeJob) -> int:
         return min(job.max_new_tokens, self.max_new_tokens)

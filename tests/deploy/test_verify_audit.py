@@ -16,8 +16,8 @@ import pytest
 
 from dialogue.actions import Queue
 from dialogue.audit_chain import link_hash, object_key
-from dialogue.aws.stores import DynamoDeskStore
-from dialogue.desk import StaffMember
+from dialogue.aws.audit import AuditLinks
+from dialogue.desk_rules import AuditEntry
 from ops import verify_audit
 from ops.__main__ import main as ops_main
 from tests.fake_aws import mocked_aws
@@ -65,29 +65,24 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         yield clients
 
 
-def desk_store(aws: dict[str, Any], *, copies: bool = True) -> DynamoDeskStore:
-    return DynamoDeskStore(
+def audit_links(aws: dict[str, Any], *, copies: bool = True) -> AuditLinks:
+    return AuditLinks(
         aws["dynamodb"],
         TABLE,
-        retention=timedelta(days=30),
-        reply_retention=timedelta(hours=24),
-        staff_message_retention=timedelta(days=30),
         audit_retention=timedelta(days=365),
         audit_s3=aws["s3"] if copies else None,
         audit_bucket=BUCKET if copies else "",
     )
 
 
-def write_chain(store: DynamoDeskStore, conversation_id: UUID, turn_id: int) -> None:
+def write_chain(store: AuditLinks, conversation_id: UUID, turn_id: int) -> None:
     """The links a claim, release, claim and decision write, each in its transaction, then copied."""
     now = datetime.now(UTC)
     for number, (queue, action, outcome, reason) in enumerate(STEPS):
-        put = store._audit(
-            conversation_id, turn_id, queue, StaffMember(subject="sub-ana"), now + timedelta(seconds=number),
-            action, outcome, reason,
-        )  # fmt: skip
+        at = now + timedelta(seconds=number)
+        put = store.next_link(AuditEntry(conversation_id, turn_id, queue, "sub-ana", action, at, outcome, reason))
         store._client.transact_write_items(TransactItems=[put])
-        store._copy_links([put])
+        store.copy_links([put])
 
 
 def audit_item(aws: dict[str, Any], conversation_id: UUID, turn_id: int, seq: int) -> dict[str, Any]:
@@ -103,7 +98,7 @@ def run(*args: str) -> tuple[int, list[str]]:
 
 @pytest.fixture
 def written(aws: dict[str, Any]) -> tuple[UUID, UUID]:
-    store = desk_store(aws)
+    store = audit_links(aws)
     first, second = uuid4(), uuid4()
     for conversation_id in (first, second):
         write_chain(store, conversation_id, 1)
@@ -176,7 +171,7 @@ def test_an_overwritten_or_missing_copy_is_named(aws: dict[str, Any], written: t
     )
     assert not any("differs" in line for line in lines)
     # A link whose copy failed (the staff request went on): the verifier names it
-    write_chain(desk_store(aws, copies=False), conversation_id, 7)
+    write_chain(audit_links(aws, copies=False), conversation_id, 7)
     code, lines = run("--conversation", str(conversation_id))
     assert code == 1
     assert f"verify-audit: conversation {conversation_id} turn 7 link 1: has no WORM copy in the audit bucket" in lines
@@ -240,7 +235,7 @@ def test_every_item_under_the_audits_keys_is_checked(aws: dict[str, Any], writte
 def test_a_link_past_its_retention_is_not_reported_whether_or_not_its_copy_is_there(aws: dict[str, Any]) -> None:
     """S3's lifecycle can take a copy up to two days before DynamoDB's TTL takes its link."""
     conversation_id = uuid4()
-    write_chain(desk_store(aws, copies=False), conversation_id, 1)  # as if S3 had expired every copy
+    write_chain(audit_links(aws, copies=False), conversation_id, 1)  # as if S3 had expired every copy
     soon, later = datetime.now(UTC).timestamp(), (datetime.now(UTC) + timedelta(days=366)).timestamp()
     report = verify_audit.verify(aws["dynamodb"], TABLE, aws["s3"], BUCKET, None, now=soon)
     assert [p.what for p in report.problems] == ["has no WORM copy in the audit bucket"] * 4

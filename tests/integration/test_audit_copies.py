@@ -145,7 +145,7 @@ def test_without_a_bucket_the_trail_says_hash_chain_only_and_is_never_verified(
 
     stack, conversation_id = stack_with_handoff
     act(stack, conversation_id, *HANDOFF_STEPS)
-    monkeypatch.setattr(get_desk_store(), "_audit_s3", None)
+    monkeypatch.setattr(get_desk_store().audit, "_audit_s3", None)
     shown = trail(stack, conversation_id)
     assert shown["checked"] == {"against": "hash_chain_only", "links": 3, "copies": None, "problems": 0}
     assert shown["verified"] is False

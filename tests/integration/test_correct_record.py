@@ -22,7 +22,8 @@ from devstack.auth import subject_for
 from devstack.stack import AUDIT_BUCKET, TABLE_NAME, LocalStack
 from dialogue.actions import Action
 from dialogue.aws.audit import verify_table_audit
-from dialogue.aws.stores import DynamoConversationStore, DynamoDeskStore
+from dialogue.aws.factory import get_desk_store
+from dialogue.aws.stores import DynamoConversationStore
 from dialogue.human_checks import use_draws
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizedReply, RealizeJob
@@ -287,16 +288,17 @@ def test_a_resident_turn_committed_between_the_corrections_read_and_write_is_kep
     path = review(conversation_id, item)
     staff(stack, "POST", f"{path}/claim")
     version = state_item(stack, conversation_id)["version"]
-    read = DynamoDeskStore.load_conversation
+    desk_turns = get_desk_store().conversations.turns  # the desk's reads of the state
+    read = desk_turns.load_conversation
     raced: list[dict[str, Any]] = []
 
-    def resident_turn_after_the_read(self: DynamoDeskStore, conversation: UUID) -> Any:
-        record = read(self, conversation)
+    def resident_turn_after_the_read(conversation: UUID) -> Any:
+        record = read(conversation)
         if not raced:  # the resident changes the channel just after staff read the state
             raced.append(say(stack, conversation_id, "Actually, call me instead."))
         return record
 
-    monkeypatch.setattr(DynamoDeskStore, "load_conversation", resident_turn_after_the_read)
+    monkeypatch.setattr(desk_turns, "load_conversation", resident_turn_after_the_read)
     answer = staff(stack, "POST", f"{path}/slots", {"slot": "program", "value": "data_support"})
 
     # The first write met the resident's new version and was retried on it: both changes are in the record

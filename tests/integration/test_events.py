@@ -34,6 +34,7 @@ FUNCTION_OF_PREFIX = {
     "stream-": "DispatchTurnFunction",
     "sqs-": "ScreenReplyFunction",
     "schedule-": "SweepTurnsFunction",
+    "alarm-": "RealizerSwitchFunction",
 }
 
 
@@ -84,6 +85,7 @@ SEQUENCE = (
     "staff-stats.json",
     "staff-not-in-group.json",
     "schedule-sweep-turns.json",
+    "alarm-gpu-hours-switch-off.json",
     "api-get-messages.json",
     "api-get-turn.json",
     "api-get-conversation.json",
@@ -168,6 +170,15 @@ class Deployment:
 
         assert function_for(name) == "SweepTurnsFunction"
         result: dict[str, Any] = sweep_turns.lambda_handler(load(name), FakeLambdaContext("sweep_turns"))
+        self.used.append(name)
+        return result
+
+    def alarm(self, name: str) -> dict[str, Any]:
+        import realizer_switch
+
+        assert function_for(name) == "RealizerSwitchFunction"
+        assert realizer_switch.requested(load(name)) == "off"  # an alarm gone to ALARM
+        result: dict[str, Any] = realizer_switch.lambda_handler(load(name), FakeLambdaContext("realizer_switch"))
         self.used.append(name)
         return result
 
@@ -345,6 +356,9 @@ def test_the_documented_sequence_on_moto(deployment: Deployment) -> None:
     # The sweeper's scheduled run: every turn is final by now, so it finalizes none and clears nothing.
     summary = deployment.schedule("schedule-sweep-turns.json")
     assert (summary["finalized"], summary["complete"], summary["dispatch_failures_cleared"]) == (0, True, 0)
+
+    # GpuHoursAlarm's action reaches the off switch, which finds no realizer here (none deployed locally).
+    assert deployment.alarm("alarm-gpu-hours-switch-off.json") == {"switch": "no realizer"}
 
     # Reads: the resident's messages end with the two staff messages, after the seven replies.
     code, body, _ = deployment.api("api-get-messages.json")

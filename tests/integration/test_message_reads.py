@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
+from boto3.dynamodb.types import TypeDeserializer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,21 +16,45 @@ from devstack.history import StaffNote, TurnKind, conversation_items, put_items
 from devstack.stack import TABLE_NAME, LocalStack, local_stack
 from dialogue.actions import ReplySource, TurnStatus
 from dialogue.aws.factory import get_store
-from dialogue.aws.stores import DynamoConversationStore
+from dialogue.aws.table import MESSAGE_PREFIX, TURN_PREFIX, partition_key, turn_from_item
 from dialogue.conversation import EXPIRED_REPLY, Message, MessagePage, _fixed_text, messages
 from dialogue.pack import DomainPack
+from dialogue.ports import StaffMessage
+from dialogue.records import TurnRecord
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
-def whole_conversation_messages(
-    store: DynamoConversationStore, pack: DomainPack, conversation_id: UUID, after: int
-) -> MessagePage:
+def items_under(stack: LocalStack, conversation_id: UUID, prefix: str) -> list[dict[str, Any]]:
+    """Every item of the conversation whose sort key begins with `prefix`, read consistently, as plain values."""
+    query = stack.dynamodb.get_paginator("query").paginate(
+        TableName=TABLE_NAME,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+        ExpressionAttributeValues={":pk": {"S": partition_key(conversation_id)}, ":prefix": {"S": prefix}},
+        ConsistentRead=True,
+    )
+    return [item for page in query for item in page["Items"]]
+
+
+def whole_conversation_messages(stack: LocalStack, pack: DomainPack, conversation_id: UUID, after: int) -> MessagePage:
     """The message list as it was computed before it was read from the end: from every turn, reply and staff
-    message of the conversation (`store.thread`). The reference the tail read must agree with."""
-    thread = store.thread(conversation_id)
+    message of the conversation, read whole from the table. The reference the tail read must agree with."""
+    plain = TypeDeserializer().deserialize
+    turns: list[TurnRecord] = []
+    replies: dict[int, str] = {}
+    for item in items_under(stack, conversation_id, TURN_PREFIX):
+        if item["sk"]["S"].endswith("#REPLY"):
+            replies[int(item["sk"]["S"].split("#")[1])] = str(plain(item["reply"]))
+        else:
+            turns.append(turn_from_item(item))
+    staff: list[StaffMessage] = []
+    for item in items_under(stack, conversation_id, MESSAGE_PREFIX):
+        _, after_turn, number = item["sk"]["S"].split("#")
+        at = datetime.fromisoformat(str(plain(item["at"])))
+        about, text = int(plain(item["about_turn"])), str(plain(item["text"]))
+        staff.append(StaffMessage(after_turn=int(after_turn), number=int(number), about_turn=about, text=text, at=at))
     staff_after: dict[int, list[Message]] = {}
-    for note in sorted(thread.staff, key=lambda m: (m.after_turn, m.number)):
+    for note in sorted(staff, key=lambda m: (m.after_turn, m.number)):
         staff_after.setdefault(note.after_turn, []).append(
             Message(
                 index=0, source="staff", turn_id=note.after_turn, about_turn=note.about_turn, text=note.text, at=note.at
@@ -37,11 +62,11 @@ def whole_conversation_messages(
         )
     shown: list[Message] = list(staff_after.get(0, []))
     waiting = False
-    for turn in sorted(thread.turns, key=lambda t: t.turn_id):
+    for turn in sorted(turns, key=lambda t: t.turn_id):
         if turn.status is TurnStatus.PENDING:
             waiting = True
             break
-        text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else thread.replies.get(turn.turn_id)
+        text = _fixed_text(turn, pack) if turn.reply_source is ReplySource.FIXED else replies.get(turn.turn_id)
         at = turn.finalized_at or turn.created_at
         shown.append(Message(index=0, source="assistant", turn_id=turn.turn_id, text=text or EXPIRED_REPLY, at=at))
         shown.extend(staff_after.get(turn.turn_id, []))
@@ -73,7 +98,7 @@ def test_the_tail_read_gives_the_whole_conversations_messages_and_numbers(pack: 
             put_items(stack.dynamodb, TABLE_NAME, items)
             store.TAIL_PAGE = page  # type: ignore[misc]  # small pages: the merge crosses page ends
             try:
-                whole = whole_conversation_messages(store, pack, conversation_id, 0)
+                whole = whole_conversation_messages(stack, pack, conversation_id, 0)
                 # Every `after` the API can have given: up to the list's end (before the first pending reply);
                 # with none pending, any `after` at all, past the end too.
                 last = whole.next_after if whole.waiting else len(turns) + len(notes) + 2

@@ -582,11 +582,11 @@ def test_an_audit_item_cannot_be_written_twice(stack: LocalStack) -> None:
 
     from dialogue.actions import Queue
     from dialogue.aws.factory import get_desk_store
-    from dialogue.desk import StaffMember
+    from dialogue.desk_rules import StaffMember, audit_entry
 
     conversation_id = new_conversation(stack)
-    store = get_desk_store()
-    put = store._audit(UUID(conversation_id), 1, Queue.HANDOFF, StaffMember(subject="ana"), datetime.now(UTC), "claim")
+    entry = audit_entry("claim", UUID(conversation_id), 1, Queue.HANDOFF, StaffMember(subject="ana"), datetime.now(UTC))
+    put = get_desk_store().audit.next_link(entry)
     stack.dynamodb.transact_write_items(TransactItems=[put])
     with pytest.raises(ClientError) as refused_error:
         stack.dynamodb.transact_write_items(TransactItems=[put])
@@ -732,13 +732,13 @@ def test_a_racing_audit_writer_is_a_conflict_to_retry_never_a_broken_chain(stack
     conversation_id = new_conversation(stack)
     say(stack, conversation_id, "Can I talk to a person?")
     staff(stack, "POST", f"{handoff(conversation_id, 1)}/claim")
-    store = get_desk_store()
-    stale = store._last_link  # as a writer that read the chain before the claim's link was committed
-    store._last_link = lambda *_: None  # type: ignore[method-assign]
+    audit = get_desk_store().audit
+    stale = audit._last_link  # as a writer that read the chain before the claim's link was committed
+    audit._last_link = lambda *_: None  # type: ignore[method-assign]
     try:
         status, code, _ = refused(stack, "POST", f"{handoff(conversation_id, 1)}/claim")
     finally:
-        store._last_link = stale  # type: ignore[method-assign]
+        audit._last_link = stale  # type: ignore[method-assign]
     assert (status, code) == (409, "StaffWriteConflict")
     assert staff(stack, "POST", f"{handoff(conversation_id, 1)}/claim")["claim"]["mine"]  # the retry succeeds
     assert verify_audit(stack) == []

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from dialogue.actions import DESK_SCREENS, LESSON_SCREENS, Action, Screen, ScreenProfile
+from dialogue.actions import DESK_SCREENS, FIXED_ACTIONS, LESSON_SCREENS, Action, Screen, ScreenProfile
 from dialogue.pack import DomainPack, PackError, load_pack
 from dialogue.screens import screen_reply
 
@@ -223,7 +223,7 @@ def test_the_library_desks_template_wording_passes_its_desk_screens() -> None:
     for service in ("library_card", "meeting_room"):
         for channel in ("sms", "postal", "unknown"):
             state = DialogueState.from_slots(library.frame, library_state(service, channel))
-            for action in (a for a in Action if a.uses_model):
+            for action in (a for a in FIXED_ACTIONS if a.uses_model):
                 topics = [topic.name for topic in library.spec.topics] if action is Action.INFORM else [None]
                 for topic in topics:
                     job = build_realize_job(

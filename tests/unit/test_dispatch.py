@@ -1,11 +1,11 @@
 """The outbox's logic: what a pending turn sends, in what order, and when its deadline falls due.
 
-The queues here are a recording fake (no AWS): tests/integration runs the same path on moto.
+The queues here are the in-memory adapter (tests/memory_adapters.py, no AWS): tests/integration runs the same
+path on moto.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
@@ -17,22 +17,10 @@ from dialogue.dispatch import MAX_SQS_DELAY_SECONDS, deadline_delay_seconds, dis
 from dialogue.pack import DomainPack
 from dialogue.realize import RealizeJob, ReplyDeadline
 from dialogue.records import TurnRecord
+from tests.memory_adapters import MemoryDispatchQueues
 
 CREATED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 DEADLINE = timedelta(seconds=60)
-
-
-@dataclass
-class RecordingQueues:
-    """A fake of the dispatch queues that records what was sent, in order."""
-
-    sent: list[tuple[str, object, int | None]] = field(default_factory=list)
-
-    def send_deadline(self, deadline: ReplyDeadline, *, delay_seconds: int) -> None:
-        self.sent.append(("deadline", deadline, delay_seconds))
-
-    def send_job(self, job: RealizeJob) -> None:
-        self.sent.append(("job", job, None))
 
 
 def pending_turn(pack: DomainPack, action: Action = Action.CONFIRM, **changes: object) -> TurnRecord:
@@ -57,7 +45,7 @@ def pending_turn(pack: DomainPack, action: Action = Action.CONFIRM, **changes: o
 
 def test_the_deadline_goes_first_then_the_job_built_from_the_stored_turn(pack: DomainPack) -> None:
     turn = pending_turn(pack)
-    queues = RecordingQueues()
+    queues = MemoryDispatchQueues()
     dispatch_pending_turn(turn, queues=queues, pack=pack, now=CREATED + timedelta(seconds=2), reply_deadline=DEADLINE)
     (kind1, deadline, delay), (kind2, job, _) = queues.sent
     assert (kind1, kind2) == ("deadline", "job")
@@ -81,7 +69,7 @@ def test_the_deadline_goes_first_then_the_job_built_from_the_stored_turn(pack: D
     # The prompt is built from the state and the action: the slot values' labels are in it.
     assert "forklift" in user.content.lower() and "email" in user.content.lower()
     # A redelivery an hour later sends the same job, word for word.
-    again = RecordingQueues()
+    again = MemoryDispatchQueues()
     dispatch_pending_turn(turn, queues=again, pack=pack, now=CREATED + timedelta(hours=1), reply_deadline=DEADLINE)
     assert again.sent[1][1] == job
 
@@ -104,7 +92,7 @@ def test_the_deadline_delay_rounds_up_and_fits_sqs(elapsed_s: float, deadline_s:
 
 
 def test_only_a_pending_generated_turn_is_dispatched(pack: DomainPack) -> None:
-    queues = RecordingQueues()
+    queues = MemoryDispatchQueues()
     final = pending_turn(pack, status=TurnStatus.FINAL, finalized_at=CREATED)
     with pytest.raises(ValueError):
         dispatch_pending_turn(final, queues=queues, pack=pack, now=CREATED, reply_deadline=DEADLINE)
@@ -149,7 +137,7 @@ def test_a_turn_that_found_the_realizer_cold_gets_a_second_deadline_in_seconds_m
     from dialogue.dispatch import send_cold_deadline
 
     turn = pending_turn(pack)
-    queues = RecordingQueues()
+    queues = MemoryDispatchQueues()
     dispatch_pending_turn(turn, queues=queues, pack=pack, now=CREATED + timedelta(seconds=1), reply_deadline=DEADLINE)
     send_cold_deadline(
         turn,
@@ -171,7 +159,7 @@ def test_a_turn_that_found_the_realizer_cold_gets_a_second_deadline_in_seconds_m
         own.slots,
     )
     # Never later than the turn's own deadline.
-    late = RecordingQueues()
+    late = MemoryDispatchQueues()
     send_cold_deadline(
         turn, queues=late, now=CREATED, reply_deadline=timedelta(seconds=1), cold_fallback=timedelta(seconds=2)
     )
@@ -192,7 +180,7 @@ def test_a_job_names_the_desks_reply_queue_only_on_a_shared_realizer(
 
     screen = "https://sqs.eu-west-2.amazonaws.com/123456789012/desk-ScreenQueue-abc"
     turn = pending_turn(pack)
-    own, shared = RecordingQueues(), RecordingQueues()
+    own, shared = MemoryDispatchQueues(), MemoryDispatchQueues()
     dispatch_pending_turn(turn, queues=own, pack=pack, now=CREATED, reply_deadline=DEADLINE)
     dispatch_pending_turn(turn, queues=shared, pack=pack, now=CREATED, reply_deadline=DEADLINE, reply_queue_url=screen)
     own_job, shared_job = own.sent[1][1], shared.sent[1][1]

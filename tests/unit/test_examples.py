@@ -15,7 +15,7 @@ import pytest
 
 from devstack.pack_check import leaked_examples
 from dialogue.normalize import normalize
-from dialogue.pack import PackError, UnderstandingProfile, load_pack
+from dialogue.pack import DomainPack, PackError, UnderstandingProfile, load_pack
 from dialogue.understanding import understand
 
 pytestmark = pytest.mark.unit
@@ -170,3 +170,24 @@ def test_a_slot_value_from_examples_fills_the_frame() -> None:
     understood = understand("Give me a ring.", desk)
     assert understood.slot_updates == {"contact_channel": "phone"}
     assert understand("Give me a ring.", load_pack(DATA / "riverton", profile="lesson")).slot_updates == {}
+
+
+def test_a_screen_min_score_of_one_refuses_nothing_by_example_even_the_examples_themselves(
+    pack: DomainPack, lesson_pack: DomainPack
+) -> None:
+    """`screen_min_score = 1.0` means no refusal from examples (docs/DOMAIN_PACKS.md): a screen example's own
+    text scores 1.0, which a plain `score >= screen_min_score` refused."""
+    assert pack.examples is not None and pack.examples.screen_min_score == 1.0
+    index = pack.example_index
+    assert index is not None
+    checked = 0
+    for texts in pack.examples.screens.values():
+        for text in texts:
+            by_rules = understand(text, lesson_pack)  # the same rules, no examples
+            if by_rules.injection_screen or by_rules.privileged_request:
+                continue
+            found = index.match(normalize(text))
+            checked += found is not None and found.score >= 1.0
+            read = understand(text, pack)
+            assert not (read.injection_screen or read.privileged_request), text
+    assert checked > 0  # some example scored exactly 1.0 against itself

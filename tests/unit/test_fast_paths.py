@@ -157,7 +157,7 @@ def test_the_packs_understanding_patterns_take_the_fast_path(
     assert [name for name, pattern in understanding_patterns if pattern.flags & re.IGNORECASE] == []
     # The screens on generated replies read the reply normalized with its case kept: they keep IGNORECASE.
     compiled = pack.compiled
-    reply_screens = (compiled.personal_detail.pattern, compiled.promise.pattern, compiled.placeholder)
+    reply_screens = (compiled.personal_detail, compiled.promise, compiled.placeholder)
     for pattern in (*reply_screens, *compiled.program_aliases.values()):
         assert pattern.flags & re.IGNORECASE
 

@@ -93,20 +93,20 @@ def test_the_share_drawn_is_the_rate_within_the_binomial_spread() -> None:
 
 
 def test_use_draws_installs_a_source_and_puts_the_last_one_back() -> None:
-    system = human_checks._source
+    system = human_checks._installed.source
     assert 0 <= human_checks.draw() < 1
     with use_draws(lambda: 0.25):
         assert human_checks.draw() == 0.25
         with use_draws(lambda: 0.75):
             assert human_checks.draw() == 0.75
         assert human_checks.draw() == 0.25
-    assert human_checks._source is system
+    assert human_checks._installed.source is system
 
 
 def test_the_default_source_is_the_systems_so_snapshots_restored_from_one_never_draw_alike() -> None:
     # SnapStart restores one snapshot into many functions: the random module's own generator would be
     # restored with the same state in each, and they would draw the same sequence. SystemRandom keeps none.
-    assert isinstance(getattr(human_checks._source, "__self__", None), random.SystemRandom)
+    assert isinstance(getattr(human_checks._installed.source, "__self__", None), random.SystemRandom)
 
 
 def test_the_rate_a_profile_checks_shown_replies_at() -> None:

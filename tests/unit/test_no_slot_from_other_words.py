@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from dialogue import understanding
 from dialogue.actions import Action
+from dialogue.normalize import normalize
 from dialogue.pack import DomainPack, get_pack
-from dialogue.understanding import find_mentions, understand
+from dialogue.understanding import Mention, understand
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 DESKS = sorted(path.parent for path in DATA.glob("*/domain.toml"))
@@ -43,6 +45,14 @@ def _eval_texts(groups: tuple[str, ...]) -> tuple[str, ...]:
             if row.get("group") in groups and not row.get("conversation_id"):  # a conversation's turns mean more
                 texts[row["text"]] = None
     return tuple(texts)
+
+
+def find_mentions(text: str, pack: DomainPack) -> list[Mention]:
+    """Every slot-rule match in the normalized `text`, in text order, negation applied: what the rules read,
+    the oracle of what a turn negates (the core's own reading, `understanding._mentions`)."""
+    normalized = normalize(text)
+    window = pack.spec.understanding.negation.window_words
+    return understanding._mentions(normalized, pack, understanding._Scope(normalized, pack.compiled, window))
 
 
 def _questions(pack: DomainPack) -> list[str | None]:

@@ -1,6 +1,7 @@
 """A turn that outlives its pack: stored with an action, a slot, a value or a topic a deploy has since
-renamed or withdrawn, while its reply was in flight. Its deadline, the sweeper and the dispatch each end
-it with a fallback, never raise on it, and never stop on it (issue 41, item 1).
+renamed or withdrawn, while its reply was in flight. Its deadline, the sweeper, the dispatch and the
+screening of its reply each end it with a fallback, never raise on it, and never stop on it (issue 41,
+item 1; issue 43, item 6).
 
 Today's pack is the desk's own; each stored turn is one an earlier version of it would have written.
 """
@@ -17,10 +18,10 @@ import pytest
 from dialogue.actions import Action, HumanReview, ReplyScreen, ReplySource, Screen, TurnStatus
 from dialogue.dispatch import STALE_TURN, dispatch_pending_turn
 from dialogue.pack import DomainPack
-from dialogue.realize import RealizeJob, ReplyDeadline
+from dialogue.realize import RealizedReply, RealizeJob, ReplyDeadline, build_realize_job
 from dialogue.records import ScreenOutcome, TurnRecord
 from dialogue.replies import GENERIC_FALLBACK, fixed_reply, generic_fallback, outlives_pack, turn_fallback
-from dialogue.screens import deadline_outcome
+from dialogue.screens import deadline_outcome, decide
 from dialogue.state import DialogueState
 from dialogue.sweep import FailedTurn, sweep_overdue_turns
 
@@ -84,6 +85,28 @@ def test_the_deadline_of_a_turn_that_outlived_the_pack_ends_it_with_the_generic_
     assert outcome.final_reply == generic_fallback(pack) == GENERIC_FALLBACK
     assert outcome.fallback_used and outcome.screens_fired == (Screen.DEADLINE,)
     assert (outcome.reply_screen, outcome.human_review) == (ReplyScreen.NOT_APPLICABLE, HumanReview.NOT_APPLICABLE)
+
+
+@pytest.mark.parametrize("case", STALE, ids=list(STALE))
+def test_a_reply_worded_for_a_turn_that_outlived_the_pack_shows_the_generic_fallback_and_awaits_a_check(
+    pack: DomainPack, case: str
+) -> None:
+    """A deploy between a job and its reply: screening raised (KeyError) on an action gone, so the screen
+    queue retried the reply into its DLQ, and screened a slot or value gone as if today's pack had it."""
+    action, slots, _ = STALE[case]
+    state = DialogueState.from_slots(pack.frame, SLOTS)
+    job = build_realize_job(
+        conversation_id=uuid4(), turn_id=2, state=state, action=Action.CONFIRM, pack=pack, now=CREATED
+    )
+    text = "I noted the Welding Certificate, with contact by email."
+    realized = RealizedReply(
+        job=job.model_copy(update={"action": action, "slots": slots}),  # as an earlier pack built it
+        text=text, engine="test", ended_by_eos=True, hit_token_cap=False,
+    )  # fmt: skip
+    outcome = decide(realized, pack)
+    assert (outcome.final_reply, outcome.fallback_used) == (GENERIC_FALLBACK, True)
+    assert (outcome.reply_screen, outcome.human_review) == (ReplyScreen.NOT_APPLICABLE, HumanReview.PENDING)
+    assert outcome.draft is not None and outcome.draft.text == text
 
 
 def test_a_turn_of_todays_pack_and_one_whose_topic_is_gone_get_their_actions_own_fallback(pack: DomainPack) -> None:

@@ -31,7 +31,7 @@ from dialogue.normalize import normalize
 from dialogue.pack import DomainPack, PackError, ScriptedTurn, load_pack, read_csv_rows
 from dialogue.policy import next_state
 from dialogue.state import DialogueState
-from dialogue.understanding import extract_slot_updates, find_mentions, understand
+from dialogue.understanding import understand
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK_DIR = ROOT / "data" / "riverton"
@@ -168,35 +168,37 @@ def test_understanding_logs_nothing(pack: DomainPack, caplog: pytest.LogCaptureF
 # --- the negation and correction mechanism ----------------------------------------------------
 
 
-def test_mentions_carry_their_negation(pack: DomainPack) -> None:
-    mentions = find_mentions("Not by phone, email please", pack)
-    assert [(m.slot, m.value, m.negated) for m in mentions] == [
-        ("contact_channel", None, True),
-        ("contact_channel", "email", False),
-    ]
+# The lesson profile reads slots by the pack's rules alone: what these tests check.
 
 
-def test_negated_value_comes_from_the_rule(pack: DomainPack) -> None:
-    (mention,) = find_mentions("no childcare", pack)
-    assert (mention.value, mention.negated) == ("no", True)
+def rules_read(text: str, lesson_pack: DomainPack) -> dict[str, str]:
+    return understand(text, lesson_pack).slot_updates
 
 
-def test_scope_ends_at_a_clause_break(pack: DomainPack) -> None:
-    assert extract_slot_updates("not now, phone", pack) == {"contact_channel": "phone"}
-    assert extract_slot_updates("not now phone", pack) == {}
+def test_a_negated_mention_sets_nothing_and_the_next_one_counts(lesson_pack: DomainPack) -> None:
+    assert rules_read("Not by phone, email please", lesson_pack) == {"contact_channel": "email"}
 
 
-def test_correction_only_moves_the_slots_it_mentions(pack: DomainPack) -> None:
-    updates = extract_slot_updates("Forklift and I need childcare. Actually, data support", pack)
+def test_negated_value_comes_from_the_rule(lesson_pack: DomainPack) -> None:
+    assert rules_read("no childcare", lesson_pack) == {"childcare_needed": "no"}
+
+
+def test_scope_ends_at_a_clause_break(lesson_pack: DomainPack) -> None:
+    assert rules_read("not now, phone", lesson_pack) == {"contact_channel": "phone"}
+    assert rules_read("not now phone", lesson_pack) == {}
+
+
+def test_correction_only_moves_the_slots_it_mentions(lesson_pack: DomainPack) -> None:
+    updates = rules_read("Forklift and I need childcare. Actually, data support", lesson_pack)
     assert updates == {"program": "data_support", "childcare_needed": "yes"}
 
 
-def test_retracted_mention_sets_nothing(pack: DomainPack) -> None:
-    assert extract_slot_updates("Email. Sorry, not email", pack) == {}
+def test_retracted_mention_sets_nothing(lesson_pack: DomainPack) -> None:
+    assert rules_read("Email. Sorry, not email", lesson_pack) == {}
 
 
-def test_spreadsheet_career_track_is_still_missed(pack: DomainPack) -> None:
-    assert extract_slot_updates("I want the spreadsheet career track.", pack) == {}
+def test_spreadsheet_career_track_is_still_missed(lesson_pack: DomainPack) -> None:
+    assert rules_read("I want the spreadsheet career track.", lesson_pack) == {}
 
 
 def test_screened_turns_never_update(pack: DomainPack) -> None:

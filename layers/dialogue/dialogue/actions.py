@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -14,24 +14,19 @@ from pydantic_core import core_schema
 _FIXED_NAMES = ("refuse", "abstain_hand_off", "hand_off", "clarify", "confirm", "inform", "next_step")
 _REQUEST = re.compile(r"request_[a-z][a-z0-9_]{0,31}")
 ACTION_PATTERN = rf"^(?:{'|'.join(_FIXED_NAMES)}|{_REQUEST.pattern})$"
-"""Every action's name: one of the fixed six, or `request_<name>`, a desk's request for one slot."""
+"""Every action's name: one of the fixed seven (FIXED_ACTIONS), or `request_<name>`, a desk's request for one slot."""
 
 
-class _ActionType(type):
-    """Iterating `Action` gives the actions every desk has (a desk adds its request actions)."""
-
-    def __iter__(cls) -> Iterator[Action]:
-        return iter(FIXED_ACTIONS)
-
-
-class Action(str, metaclass=_ActionType):
+class Action(str):
     """Everything the policy can do: refuse, abstain and hand off, hand off, clarify (a correction it
     could not read: fixed text, never the old value confirmed), confirm, inform, next_step (after the
     confirmation, a turn that changes and asks nothing: fixed text on what happens next, never the
     confirmation again), and one request action
     per slot the desk asks for, which the desk names (`request_program` and
     `request_contact` in the seed's desk). There is no approve action, by design, and no name outside
-    ACTION_PATTERN. Each name has one instance, so `is` compares actions as an enum's members would."""
+    ACTION_PATTERN. Each name has one instance, so `is` compares actions as an enum's members would.
+    A plain class, not an enum: a desk's request actions are open-ended; the fixed ones are
+    FIXED_ACTIONS."""
 
     __slots__ = ()
     _known: ClassVar[dict[str, Action]] = {}

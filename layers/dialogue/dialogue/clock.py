@@ -11,28 +11,40 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Generic, TypeVar
 
+T = TypeVar("T")
 Source = Callable[[], datetime]
+
+
+class Installed(Generic[T]):
+    """A source a module reads (this clock, `human_checks`' draws), which a test or a simulation may
+    replace for the length of a block: the previous source is back afterwards."""
+
+    def __init__(self, source: T) -> None:
+        self.source = source
+
+    @contextlib.contextmanager
+    def use(self, source: T) -> Iterator[None]:
+        previous, self.source = self.source, source
+        try:
+            yield
+        finally:
+            self.source = previous
 
 
 def system_time() -> datetime:
     return datetime.now(UTC)
 
 
-_source: Source = system_time
+_installed: Installed[Source] = Installed(system_time)
 
 
 def now() -> datetime:
     """The current time, in UTC, from the installed source (the system's unless a simulation set one)."""
-    return _source()
+    return _installed.source()
 
 
-@contextlib.contextmanager
-def use_clock(source: Source) -> Iterator[None]:
+def use_clock(source: Source) -> contextlib.AbstractContextManager[None]:
     """Read the time from `source` inside the block; the previous source is back afterwards."""
-    global _source
-    previous, _source = _source, source
-    try:
-        yield
-    finally:
-        _source = previous
+    return _installed.use(source)

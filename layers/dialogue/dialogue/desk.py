@@ -16,16 +16,19 @@ slot to one of its values (`corrected_record`). The change is a turn of its own,
 and the resident is sent the desk's fixed confirmation of the corrected record.
 
 A claim is a lock with an expiry, taken with a conditional write: of two claimants one wins, the other
-gets a 409 that names no one. Every claim, release, decision, reply, close and correction appends an audit item
-(who, when, what, which turn), written once and never updated. Staff text is kept only as staff
-messages, with their own retention, and never in an audit item or a log line.
+gets a 409 that names no one. Every claim, release, decision, reply, close and correction appends an audit
+item (who, when, what, which turn), written once and never updated. Who may claim and act on an item, and
+what each act changes and records in the audit, are dialogue.desk_rules; a store
+(dialogue.ports.DeskStore) applies them. Staff text is kept only as staff messages, with their own
+retention, and never in an audit item or a log line.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -42,6 +45,8 @@ from dialogue.actions import (
     ScreenProfile,
 )
 from dialogue.conversation import Message
+from dialogue.desk_rules import DeskCounters as DeskCounters
+from dialogue.desk_rules import StaffMember as StaffMember
 from dialogue.errors import (
     MAX_STAFF_TEXT_CHARS,
     CorrectionRequired,
@@ -53,19 +58,10 @@ from dialogue.errors import (
     UnknownSlotValue,
 )
 from dialogue.pack import DomainPack
-from dialogue.ports import SealedContact
+from dialogue.ports import SealedContact, StaffMessage
 from dialogue.records import ConversationRecord, Draft, HandoffAsk, TurnRecord, desk_turn
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
-
-
-class StaffMember(BaseModel):
-    """Who acts: the token's subject (kept in claims and audit items) and, for display, a name."""
-
-    model_config = ConfigDict(frozen=True)
-
-    subject: Annotated[str, Field(min_length=1, max_length=128)]
-    name: str | None = None
 
 
 class Passage(BaseModel):
@@ -271,6 +267,14 @@ def correction_reply(turn: TurnRecord, pack: DomainPack) -> str:
     return fixed_reply(Action(turn.action), state, pack)
 
 
+def next_staff_message(
+    record: ConversationRecord, count: int, about_turn: int, text: str, now: datetime
+) -> StaffMessage:
+    """The staff message a reply or a decision posts, about item `about_turn`: after the conversation's last
+    turn, numbered one past the `count` messages it has had, so the resident's list only grows at its end."""
+    return StaffMessage(after_turn=record.turn_count, number=count + 1, about_turn=about_turn, text=text, at=now)
+
+
 def checked_staff_text(text: str, pack: DomainPack) -> str:
     """Staff text within the desk's limit, or StaffTextTooLong."""
     if len(text) > pack.spec.staff.max_message_chars:
@@ -430,11 +434,11 @@ def screen_labels() -> list[ScreenLabel]:
 # --- statistics ------------------------------------------------------------------------------------
 #
 # The figures are read from counters, never from the items: each decision and each close adds 1 to named
-# counters in the same transaction that records it (dialogue.aws.queues keeps them in a STATS partition: a
+# counters in the same transaction that records it (dialogue.aws.figures keeps them in a STATS partition: a
 # TOTAL item since counting began, and one item per UTC day of decisions), and the open work is counted
 # on the sparse open-queue index, which holds nothing else. So reading the figures costs the same with ten
-# decided items as with ten million. `decision_counters` names what one decision adds to;
-# `stats_from_counters` turns the counters into DeskStats.
+# decided items as with ten million. `decision_counters` names what one decision adds to, `decision_adds`
+# and `CLOSE_ADDS` where; `stats_from_counters` turns the counters into DeskStats.
 
 WAIT_BUCKETS: tuple[int, ...] = (
     10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200,
@@ -489,6 +493,24 @@ def decision_counters(turn: TurnRecord, review: HumanReview, decided_at: datetim
             names.append(screen_counter(screen, flag, rejected=True))
     names.append(wait_counter((decided_at - (turn.queued_at or turn.created_at)).total_seconds()))
     return names
+
+
+@dataclass(frozen=True)
+class CounterAdds:
+    """What one act adds to the desk's counters: 1 to each of `names` in the TOTAL counters and, where
+    `day` is given, in that UTC day's counters too."""
+
+    names: tuple[str, ...]
+    day: date | None
+
+
+def decision_adds(turn: TurnRecord, review: HumanReview, now: datetime) -> CounterAdds:
+    """A decision adds to its counters (`decision_counters`) in TOTAL and in the day of `now` (UTC)."""
+    return CounterAdds(tuple(decision_counters(turn, review, now)), now.astimezone(UTC).date())
+
+
+CLOSE_ADDS = CounterAdds((CLOSED,), None)
+"""A close adds 1 to `closed` in TOTAL only."""
 
 
 class ScreenAgreement(BaseModel):
@@ -575,16 +597,6 @@ class DeskStats(BaseModel):
     screens_missed: SampleShare
     shown_check_rate: float
     readable_sample: int = READABLE_SAMPLE
-
-
-class DeskCounters(BaseModel):
-    """What the figures are read from: the TOTAL counters, the last days' counters (oldest first), and the
-    open items of each queue."""
-
-    total: dict[str, int]
-    days: list[tuple[date, dict[str, int]]]
-    pending_reviews: int
-    open_handoffs: int
 
 
 def _share(part: int, whole: int) -> float | None:

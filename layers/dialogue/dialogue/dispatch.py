@@ -5,8 +5,9 @@ table's stream (the filter and its check in code: dialogue.aws.turns.PENDING_TUR
 dispatch function, which sends two messages:
 
 1. a ReplyDeadline to the screen queue, delayed until the turn's reply deadline: when it arrives and
-   the turn is still pending, the screen function stores the fixed fallback, so every turn is final
-   by its deadline whether the realizer is up or not and whether anyone reads the turn or not;
+   the turn is still pending, the screen function stores the fixed fallback, so a turn is final by
+   its deadline whether the realizer is up or not and whether anyone reads the turn or not (unless this
+   message is itself never sent or never handled: then the sweeper ends the turn, below);
 2. the RealizeJob to the realize queue, built here and only here from the stored turn: its state,
    its action and the pack's approved handbook rows.
 
@@ -104,15 +105,7 @@ def dispatch_pending_turn(
             )
         except Exception as error:  # deterministic: no retry of the same turn and pack would build it
             withheld = type(error).__name__
-    due_at = turn.created_at + reply_deadline
-    deadline = ReplyDeadline(
-        conversation_id=turn.conversation_id,
-        turn_id=turn.turn_id,
-        action=turn.action,
-        slots=dict(turn.slots),
-        due_at=due_at,
-    )
-    queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))
+    _send_deadline(turn, queues=queues, now=now, due_at=turn.created_at + reply_deadline)
     if job is not None:
         queues.send_job(job)
     return withheld
@@ -125,12 +118,19 @@ def send_cold_deadline(
     (never later than its own deadline). The first deadline to arrive finalizes the turn; the other finds
     it final. Raises QueueUnavailable if it was not sent."""
     due_at = turn.created_at + min(cold_fallback, reply_deadline)
+    _send_deadline(turn, queues=queues, now=now, due_at=due_at, realizer_cold=True)
+
+
+def _send_deadline(
+    turn: TurnRecord, *, queues: DispatchQueues, now: datetime, due_at: datetime, realizer_cold: bool = False
+) -> None:
+    """The turn's reply deadline, due at `due_at`, delayed on the queue until then (as far as SQS allows)."""
     deadline = ReplyDeadline(
         conversation_id=turn.conversation_id,
         turn_id=turn.turn_id,
         action=turn.action,
         slots=dict(turn.slots),
         due_at=due_at,
-        realizer_cold=True,
+        realizer_cold=realizer_cold,
     )
     queues.send_deadline(deadline, delay_seconds=deadline_delay_seconds(due_at, now))

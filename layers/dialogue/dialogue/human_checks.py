@@ -17,30 +17,25 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from dialogue.actions import HumanReview, ScreenProfile
+from dialogue.clock import Installed
 
 Draw = Callable[[], float]
 """A uniform draw from [0, 1)."""
 
-_source: Draw = random.SystemRandom().random
+_installed: Installed[Draw] = Installed(random.SystemRandom().random)
 
 
 def draw() -> float:
     """One uniform draw from [0, 1), from the installed source (the system's unless a test set one)."""
-    return _source()
+    return _installed.source()
 
 
-@contextlib.contextmanager
-def use_draws(source: Draw) -> Iterator[None]:
+def use_draws(source: Draw) -> contextlib.AbstractContextManager[None]:
     """Draw from `source` inside the block; the previous source is back afterwards."""
-    global _source
-    previous, _source = _source, source
-    try:
-        yield
-    finally:
-        _source = previous
+    return _installed.use(source)
 
 
 def shown_check_rate(profile: ScreenProfile, rate: float) -> float:

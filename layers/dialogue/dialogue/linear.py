@@ -204,14 +204,6 @@ class LinearIndex:
         total = sum(exps)
         return [value / total for value in exps]
 
-    def rank(self, text: str, *, top: int = 3) -> list[tuple[str, float]]:
-        """The `top` labels by probability, best first (ties to the earlier label)."""
-        found = self.probabilities(text)
-        if found is None:
-            return []
-        order = sorted(range(len(found)), key=lambda position: (-found[position], position))
-        return [(self._labels[position], found[position]) for position in order[:top]]
-
     def match(self, text: str) -> Match | None:
         """The most probable label, its probability and its lead over the runner-up's; None when the turn
         has no feature in common with any example (empty or whitespace text included)."""
@@ -224,11 +216,3 @@ class LinearIndex:
             return Match(self._labels[best], score, None, score, -1)
         other = max((p for p in range(len(found)) if p != best), key=found.__getitem__)
         return Match(self._labels[best], score, self._labels[other], score - found[other], -1)
-
-    def decide(self, text: str, *, min_score: float, min_margin: float) -> str | None:
-        """The best label only when its probability is at least `min_score` and its lead at least
-        `min_margin`; else None."""
-        found = self.match(text)
-        if found is None or found.score < min_score or found.margin < min_margin:
-            return None
-        return found.label

@@ -1,22 +1,26 @@
 """What the dialogue core asks of the outside world, as Protocols, and the values they exchange.
 
 The core (understanding, state, policy, screens, the desk's rules, replies) imports no AWS library.
-It takes a store, queues and a waker that fit these Protocols; `dialogue.aws` holds the adapters that
-do so on DynamoDB, SQS and ECS, and tests and devstack may pass their own.
+It takes a store, queues and a waker that fit these Protocols, and the staff API a desk store
+(`DeskStore`); `dialogue.aws` holds the adapters that do so on DynamoDB, SQS and ECS, and tests and
+devstack may pass their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from dialogue.records import ConversationRecord, ScreenOutcome, TurnRecord
+from dialogue.actions import HumanReview, Queue
+from dialogue.audit_chain import LinkKey
+from dialogue.desk_rules import DeskCounters, StaffMember
+from dialogue.records import ConversationRecord, Draft, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
 
 if TYPE_CHECKING:
@@ -58,14 +62,6 @@ class SealedContact:
     turn_id: int | None = None  # as read back: the hand-off turn that was written with it
 
 
-class Thread(BaseModel):
-    """A conversation's turns (in order), the generated turns' replies by turn id, and its staff messages."""
-
-    turns: list[TurnRecord] = Field(default_factory=list)
-    replies: dict[int, str] = Field(default_factory=dict)
-    staff: list[StaffMessage] = Field(default_factory=list)
-
-
 class ConversationStore(Protocol):
     def create_conversation(self, record: ConversationRecord) -> None: ...
 
@@ -89,8 +85,6 @@ class ConversationStore(Protocol):
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None: ...
 
-    def thread(self, conversation_id: UUID) -> Thread: ...
-
     def staff_message_count(self, conversation_id: UUID) -> int: ...
 
     def turns_backwards(self, conversation_id: UUID, last_turn: int) -> Iterator[tuple[TurnRecord, str | None]]: ...
@@ -100,6 +94,117 @@ class ConversationStore(Protocol):
     def record_screened_reply(
         self, conversation_id: UUID, turn_id: int, outcome: ScreenOutcome, now: datetime
     ) -> bool: ...
+
+
+class DeskStore(Protocol):
+    """The staff desk's store: its queues and items, the acts on them (each checked against the desk's
+    rules, dialogue.desk_rules, and audited with them in one write), the audit and the figures.
+
+    The rules named below are dialogue.desk_rules'. An act refused by them raises the clash it met
+    (`refusal`): NotInQueue, AlreadyDecided, HandoffClosed, ClaimedByOther or ClaimRequired; a store that
+    can race another writer raises StaffWriteConflict when one came first."""
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """The conversations the items belong to (what the resident was shown is read from it)."""
+        ...
+
+    def queue_page(
+        self,
+        queue: Queue,
+        *,
+        newest_first: bool,
+        limit: int,
+        cursor: str | None,
+        where: Mapping[str, str | bool] | None = None,
+    ) -> tuple[list[TurnRecord], str | None]:
+        """One page of a queue, and the cursor of the next (None: no more). `where`: the items whose fields
+        equal the values given. ValueError for a cursor the store did not give."""
+        ...
+
+    def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
+        """The item `turn_id` of `queue`, or NotInQueue."""
+        ...
+
+    def drafts(self, turns: Sequence[TurnRecord]) -> dict[tuple[UUID, int], tuple[str | None, Draft | None]]:
+        """Each turn's reply shown and the draft the screens judged, by (conversation, turn), where kept."""
+        ...
+
+    def read_contact(self, conversation_id: UUID, now: datetime) -> SealedContact | None:
+        """The conversation's sealed contact form, unless there is none or it expired by `now`."""
+        ...
+
+    def contact_for_staff(
+        self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime
+    ) -> SealedContact | None:
+        """The sealed contact form, for `staff` on a hand-off item they hold (`holds_claim`), the look
+        audited; None (nothing audited) where there is none or it expired."""
+        ...
+
+    def claim(
+        self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime, lifetime: timedelta
+    ) -> datetime:
+        """Take or renew the item's claim (`may_claim`); returns when it expires (`claim_until`)."""
+        ...
+
+    def release(self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime) -> None:
+        """End the item's claim (`may_release`)."""
+        ...
+
+    def decide(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        staff: StaffMember,
+        now: datetime,
+        review: HumanReview,
+        reason: str | None,
+        message: str | None,
+        *,
+        reply_kept: bool,
+        turn: TurnRecord,
+    ) -> StaffMessage | None:
+        """Decide a review item (`holds_claim`, then `decided`), adding to the counters (`desk.decision_adds`
+        of `turn`, the item as read) and posting `message` (when given) to the resident; returns the message
+        posted."""
+        ...
+
+    def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
+        """Post a staff message on a hand-off item (`holds_claim`; `desk.next_staff_message`)."""
+        ...
+
+    def close(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime) -> None:
+        """Close a hand-off item (`holds_claim`, then `closed`; `desk.CLOSE_ADDS`), forgetting the contact form
+        it holds and clearing the conversation's open hand-off where it is this item (`closes_open_handoff`)."""
+        ...
+
+    def correct_record(
+        self,
+        conversation_id: UUID,
+        turn_id: int,
+        queue: Queue,
+        staff: StaffMember,
+        now: datetime,
+        slot: str,
+        value: str,
+        correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]],
+    ) -> TurnRecord:
+        """Write the state and turn `correct` makes of the conversation as read, from an item `staff` holds
+        (`holds_claim`); returns the turn written."""
+        ...
+
+    def audit_trail(self, conversation_id: UUID, turn_id: int) -> list[dict[str, Any]]:
+        """One item's audit links, oldest first."""
+        ...
+
+    def turn_copies(self, conversation_id: UUID, turn_id: int) -> tuple[dict[LinkKey, bytes], set[LinkKey]] | None:
+        """One item's write-once copies of its links and the copies written more than once; None where
+        there are no copies to compare with."""
+        ...
+
+    def desk_counters(self) -> DeskCounters:
+        """The desk's counters and its open work, what dialogue.desk's figures are read from."""
+        ...
 
 
 class DispatchQueues(Protocol):

@@ -39,10 +39,9 @@ from dialogue.human_checks import Draw, human_review
 from dialogue.normalize import normalize, normalize_reply
 from dialogue.pack import DomainPack, SlotSpec
 from dialogue.pack.compiled import CompiledDeskWords
-from dialogue.pack.word_gate import GatedPattern
 from dialogue.realize import RealizedReply, ReplyDeadline
 from dialogue.records import Draft, ScreenOutcome
-from dialogue.replies import cold_reply_line, fixed_reply, turn_fallback
+from dialogue.replies import cold_reply_line, fixed_reply, generic_fallback, outlives_pack, turn_fallback
 from dialogue.state import DialogueState
 
 _NUMERAL = re.compile(r"\b\d+\b")
@@ -80,9 +79,9 @@ _CAPITALS = re.compile(r"[A-Z][A-Z'-]*")
 def names_text(text: str) -> str:
     """The text the unknown-program screen reads: `text`, or, where it has no lower-case letter (a reply
     in capitals), each word capitalized ("WELDING" reads "Welding", "YOU'RE" "You're"), so that its
-    names read as in sentence case. Only letter case changes: the reply's words (and so its word gates)
-    stay the same. A name in capitals inside a reply in sentence case is read as written (a check on
-    every word would cost every reply about a microsecond, where `isupper` costs a few hundredths)."""
+    names read as in sentence case. Only letter case changes: the reply's words stay the same. A name
+    in capitals inside a reply in sentence case is read as written (a check on every word would cost
+    every reply about a microsecond, where `isupper` costs a few hundredths)."""
     return _CAPITALS.sub(lambda word: word[0].capitalize(), text) if text.isupper() else text
 
 
@@ -138,24 +137,14 @@ def action_slots_ok(reply: str, action: Action, slots: Mapping[str, str], pack: 
     return True
 
 
-class Folded(NamedTuple):
-    """A reply (or one of its sentences) case-folded, with the gates its words open (None: every
-    pattern scans; see `dialogue.pack.word_gate`)."""
-
-    text: str
-    open_gates: int | None = None
-
-    @classmethod
-    def of(cls, text: str, pack: DomainPack) -> Folded:
-        """`text`, a reply in `normalize_reply`'s form, case-folded as `normalize` folds it."""
-        ascii_text = text.isascii()
-        folded = text.lower() if ascii_text else normalize(text)  # for ASCII text in this form, the same
-        return cls(folded, pack.compiled.gates.opened(folded, ascii_text=ascii_text))
+def folded_reply(text: str) -> str:
+    """`text`, a reply in `normalize_reply`'s form, case-folded as `normalize` folds it."""
+    return text.lower() if text.isascii() else normalize(text)  # for ASCII text in this form, the same
 
 
-def _beyond(pattern: GatedPattern, folded: Folded, facts: str) -> bool:
+def _beyond(pattern: re.Pattern[str], folded: str, facts: str) -> bool:
     """Whether `pattern` finds, in the case-folded reply, wording that the (case-folded) facts do not hold."""
-    for match in pattern.finditer(folded.text, folded.open_gates):  # noqa: SIM110 - no generator on the fast path
+    for match in pattern.finditer(folded):  # noqa: SIM110 - no generator on the fast path
         if match.group(0) not in facts:
             return True
     return False
@@ -175,21 +164,19 @@ def _fact_words(facts: str) -> frozenset[str]:
 # (`facts`), and says whether the reply passes.
 
 
-def status_claims_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
+def status_claims_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
     """No claim the desk cannot make: enrolled, registered, a confirmed or reserved seat, all set."""
     return not _beyond(words.status_claim, folded, facts)
 
 
-def personal_questions_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
+def personal_questions_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
     """No request for personal details in other words: how old, date of birth, where you live."""
     return not _beyond(words.personal_question, folded, facts)
 
 
-def unknown_programs_ok(text: str, words: CompiledDeskWords, pack: DomainPack, facts: str, opened: int | None) -> bool:
+def unknown_programs_ok(text: str, words: CompiledDeskWords, pack: DomainPack, facts: str) -> bool:
     """Every program- or service-like name (in the reply with its capitals, as `names_text` reads them)
     is one of the pack's, by a reply alias, or one the facts name."""
-    if opened is not None and not opened & words.program_name.bit:  # the gate is shut: no name to read
-        return True
     joined, aliases = pack.compiled.any_program_alias, pack.compiled.program_aliases.values()
     for match in words.program_name.finditer(names_text(text)):
         name = match.group(0)
@@ -199,44 +186,43 @@ def unknown_programs_ok(text: str, words: CompiledDeskWords, pack: DomainPack, f
     return True
 
 
-def date_words_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
+def date_words_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
     """Every day, month or relative date word is one the selected facts hold ("mondays" for "monday")."""
     allowed = None
-    for match in words.date_word.finditer(folded.text, folded.open_gates):
+    for match in words.date_word.finditer(folded):
         allowed = allowed if allowed is not None else _fact_words(facts)
         if not all(word.removesuffix("s") in allowed for word in _WORD.findall(match.group(0))):
             return False
     return True
 
 
-def third_person_ok(folded: Folded, words: CompiledDeskWords, facts: str) -> bool:
+def third_person_ok(folded: str, words: CompiledDeskWords, facts: str) -> bool:
     """The reply speaks to the resident, not about "the person" or "the applicant", nor to staff."""
     return not _beyond(words.third_person, folded, facts)
 
 
-def request_asks_ok(folded: Folded, action: Action, pack: DomainPack) -> bool:
+def request_asks_ok(folded: str, action: Action, pack: DomainPack) -> bool:
     """A request for a slot asks the resident something: it holds a question."""
-    return "?" in folded.text or action not in pack.frame.request_actions
+    return "?" in folded or action not in pack.frame.request_actions
 
 
-def boilerplate_ok(folded: Folded, words: CompiledDeskWords) -> bool:
+def boilerplate_ok(folded: str, words: CompiledDeskWords) -> bool:
     """No condolences, apologies for a loss or "as an AI": wording that does not belong at a desk."""
-    return words.boilerplate.search(folded.text, folded.open_gates) is None
+    return words.boilerplate.search(folded) is None
 
 
-def contact_promises_ok(folded: Folded, words: CompiledDeskWords, channel: str, facts: str) -> bool:
+def contact_promises_ok(folded: str, words: CompiledDeskWords, channel: str, facts: str) -> bool:
     """A promise to contact the resident names no time and no channel but the chosen one.
 
     A sentence that names every channel offers the choice rather than promising one."""
-    if words.contact_promise.search(folded.text, folded.open_gates) is None:
+    if words.contact_promise.search(folded) is None:
         return True
-    for text in _SENTENCE_END.split(folded.text):
-        sentence = Folded(text)
-        if not words.contact_promise.search(sentence.text):
+    for sentence in _SENTENCE_END.split(folded):
+        if not words.contact_promise.search(sentence):
             continue
         if _beyond(words.time, sentence, facts) or not date_words_ok(sentence, words, facts):
             return False
-        named = {value for value, pattern in words.channels.items() if pattern.search(sentence.text)}
+        named = {value for value, pattern in words.channels.items() if pattern.search(sentence)}
         if named and named != {channel} and named != set(words.channels):
             return False
     return True
@@ -259,14 +245,12 @@ def screen_reply(
     facts, folded_facts = _facts(pack, tuple(rows))
     desk = profile is ScreenProfile.DESK
     text = normalize_reply(reply)
-    # The desk's screens read the reply's words, which also let the lesson's word screens skip a scan.
-    folded = Folded.of(text, pack) if desk else Folded(text)
     results = [
         numerals_ok(text, facts),
         program_names_ok(text, action, program, pack, facts),
         action_slots_ok(text, action, slots, pack),
-        patterns.personal_detail.search(text, folded.open_gates) is None,
-        patterns.promise.search(text, folded.open_gates) is None,
+        patterns.personal_detail.search(text) is None,
+        patterns.promise.search(text) is None,
         patterns.placeholder.search(text) is None,
     ]
     if desk:
@@ -274,10 +258,11 @@ def screen_reply(
         if words is None or spec is None:
             raise ValueError("this pack has no [screens.desk] words, so only the lesson profile can run")
         channel = slots.get(spec.contact_slot, "") if spec.contact_slot else ""
+        folded = folded_reply(text)
         results += (
             status_claims_ok(folded, words, folded_facts),
             personal_questions_ok(folded, words, folded_facts),
-            unknown_programs_ok(text, words, pack, folded_facts, folded.open_gates),
+            unknown_programs_ok(text, words, pack, folded_facts),
             date_words_ok(folded, words, folded_facts),
             third_person_ok(folded, words, folded_facts),
             request_asks_ok(folded, action, pack),
@@ -305,9 +290,23 @@ def decide(
 ) -> ScreenOutcome:
     """Screen a realized reply with `profile` (default: the pack's) and choose what the user sees: the
     reply, or the fixed fallback; and whether it waits for a person's check (dialogue.human_checks, with
-    `draw` for the random source, default the installed one)."""
+    `draw` for the random source, default the installed one).
+
+    A reply worded for a turn that has outlived the pack (a deploy between its job and its reply took its
+    action or slot values: `dialogue.replies.outlives_pack`) cannot be screened by this pack, so it is not
+    shown: the resident gets the desk's generic fallback, as from the turn's deadline; no content screen ran,
+    so nothing is labelled held, and, as for every fallback shown, the draft waits for a person's check."""
     job = realized.job
     profile = profile or pack.spec.screens.profile
+    if _outlives(pack, job.action, tuple(job.slots.items())):
+        return ScreenOutcome(
+            screens_fired=generation_problems(realized),
+            fallback_used=True,
+            reply_screen=ReplyScreen.NOT_APPLICABLE,
+            human_review=human_review(fallback_used=True, profile=profile, rate=0.0),
+            final_reply=generic_fallback(pack),
+            draft=_draft(realized),
+        )
     report = screen_reply(realized.text, job.action, job.slots, pack, job.fact_ids, profile)
     fired = report.fired + generation_problems(realized)
     final_reply = _fallback(pack, job.action, tuple(job.slots.items())) if fired else realized.text
@@ -319,13 +318,18 @@ def decide(
             fallback_used=bool(fired), profile=profile, rate=pack.spec.staff.shown_check_rate, source=draw
         ),
         final_reply=final_reply,
-        draft=Draft(
-            text=realized.text,
-            output_tokens=realized.output_tokens,
-            ended_by_eos=realized.ended_by_eos,
-            hit_token_cap=realized.hit_token_cap,
-            passage_ids=job.fact_ids,
-        ),
+        draft=_draft(realized),
+    )
+
+
+def _draft(realized: RealizedReply) -> Draft:
+    """What the model wrote, as the turn keeps it for staff."""
+    return Draft(
+        text=realized.text,
+        output_tokens=realized.output_tokens,
+        ended_by_eos=realized.ended_by_eos,
+        hit_token_cap=realized.hit_token_cap,
+        passage_ids=realized.job.fact_ids,
     )
 
 
@@ -354,6 +358,17 @@ def _facts(pack: DomainPack, rows: tuple[str, ...]) -> tuple[str, str]:
 def _cached_facts(key: _PackByIdentity, rows: tuple[str, ...]) -> tuple[str, str]:
     facts = normalize_reply(allowed_fact_text(rows, key.pack))
     return facts, normalize(facts)
+
+
+def _outlives(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ...]) -> bool:
+    """`dialogue.replies.outlives_pack`, cached per job's action and slots (reading the slots under the frame
+    costs about 20 µs, a quarter of a reply's screening)."""
+    return _cached_outlives(_PackByIdentity(pack), action, slots)
+
+
+@lru_cache(maxsize=1024)
+def _cached_outlives(key: _PackByIdentity, action: Action, slots: tuple[tuple[str, str], ...]) -> bool:
+    return outlives_pack(action, dict(slots), key.pack)
 
 
 def _fallback(pack: DomainPack, action: Action, slots: tuple[tuple[str, str], ...]) -> str:

@@ -2,9 +2,9 @@
 
 `ExampleIndex.build({label: [example, ...]})` builds, in memory and deterministically, a TF-IDF index
 of the examples; `match(text)` returns the label whose closest example is most similar to the turn,
-with the margin to the next label, and `decide` returns that label only when it is both similar enough
-and clear enough ("below the margin: abstain or clarify, never guess"). Standard library only: it runs
-in the Lambda layer, where there is no numpy, and nothing is downloaded or read from disk.
+with its score and its margin to the next label; understanding takes that label only when it is both
+similar enough and clear enough ("below the margin: abstain or clarify, never guess"). Standard library
+only: it runs in the Lambda layer, where there is no numpy, and nothing is downloaded or read from disk.
 
 Features, all of the normalized text (`dialogue.normalize.normalize`, so case, full-width letters,
 zero-width characters and look-alike letters are already folded away):
@@ -367,18 +367,6 @@ class ExampleIndex:
                 scores[index] += weight * value
         return scores, 1.0 / math.sqrt(squares)
 
-    def rank(self, text: str, *, top: int = 3) -> list[tuple[str, float]]:
-        """The `top` labels by the cosine of their best example, best first; labels with no overlap are
-        left out."""
-        found = self._scores(text)
-        if found is None:
-            return []
-        scores, scale = found
-        best = [(max(scores[start:end]), position) for position, (start, end) in enumerate(self._ranges)]
-        # Highest score first; ties to the earlier label, so the order never depends on anything else.
-        best.sort(key=lambda item: (-item[0], item[1]))
-        return [(self._labels[position], min(score * scale, 1.0)) for score, position in best[:top] if score > 0.0]
-
     def match(self, text: str) -> Match | None:
         """The best label, its score and its margin over the next label; None when the turn has no
         feature in common with any example (empty or whitespace text included)."""
@@ -400,11 +388,3 @@ class ExampleIndex:
         other = scores.index(before, 0, start) if before >= after else scores.index(after, end)
         runner_up = self._labels[bisect.bisect_right(self._starts, other) - 1]
         return Match(self._labels[position], score, runner_up, score - min(max(before, after) * scale, 1.0), example)
-
-    def decide(self, text: str, *, min_score: float, min_margin: float) -> str | None:
-        """The best label only when its score is at least `min_score` and its margin at least
-        `min_margin`; else None: below the margin, abstain or clarify, never guess."""
-        found = self.match(text)
-        if found is None or found.score < min_score or found.margin < min_margin:
-            return None
-        return found.label

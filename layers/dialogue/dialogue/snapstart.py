@@ -2,7 +2,7 @@
 
 With SnapStart (template.yaml's Globals), Lambda runs a published version's init once, snapshots the
 memory and restores that snapshot for each cold start. So init may hold what every execution
-environment can share: the imported modules, the pack loaded, its patterns and word gates compiled and
+environment can share: the imported modules, the pack loaded, its patterns compiled and
 its example index built (`prime`), the settings read from the environment. It must hold nothing one
 environment must not share with another: no AWS client or connection (`dialogue.aws.factory` makes them
 on first use, after a restore, with the restored environment's credentials), no id, no random state,
@@ -27,7 +27,7 @@ from dialogue.settings import get_settings
 def prime() -> None:
     """Load what every request needs and every environment shares, so the snapshot holds it."""
     pack = get_pack()
-    _ = pack.compiled  # the handbook, the frame, every pattern and word gate
+    _ = pack.compiled  # the handbook, the frame, every pattern
     _ = pack.example_index  # the desk profile's example index (a few hundred ms to build)
     get_settings()
 

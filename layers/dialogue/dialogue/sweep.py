@@ -7,7 +7,10 @@ five times and rests in the screen queue's DLQ; or the deadline could not be rea
 A scheduled function (EventBridge Scheduler, every few minutes) sweeps them: it reads the turns still
 pending past their deadline plus a grace from the sparse pending-turn index (dialogue.aws.turns) and
 stores the same fixed fallback the deadline would have, counted, so an alarm sees each one. A turn is
-therefore final within `reply deadline + grace + the schedule's interval` whatever went wrong.
+therefore final within `reply deadline + grace + the schedule's interval`, a turn that has outlived the pack
+included (tests/unit/test_stale_turns.py), unless more than SWEEP_LIMIT turns are overdue at once (the rest
+wait for the next runs) or storing its fallback fails (the store unreachable): then it is reported, and
+every run tries it again until one succeeds.
 
 Each turn is finalized on its own. A turn that has outlived the pack (its action or slot values gone since
 it was stored: dialogue.replies.outlives_pack) gets the desk's generic fallback and is counted (`stale`). A

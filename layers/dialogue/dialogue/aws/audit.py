@@ -40,23 +40,25 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dialogue import audit_chain
-from dialogue.actions import Queue
 from dialogue.aws.observability import logger, metrics
-from dialogue.aws.table import DynamoTable, store_errors, stored_time, ttl_epoch
-from dialogue.desk import StaffMember
-
-AuditAction = Literal["claim", "release", "decision", "reply", "close", "read_contact", "correct_record"]
-"""What a link records. `correct_record` keeps the slot's name as its reason and the new value as its outcome:
-the pack's names, never text."""
+from dialogue.aws.table import DynamoDBClient, DynamoTable, store_errors, stored_time, ttl_epoch
+from dialogue.desk_rules import AuditEntry
 
 
 class AuditLinks(DynamoTable):
-    """The staff audit's links on the conversation table, and their WORM copies."""
+    """The staff audit's links on the conversation table, each kept `audit_retention`, and their WORM copies
+    (none without a bucket)."""
 
     def __init__(
-        self, *args: Any, audit_retention: timedelta, audit_s3: Any = None, audit_bucket: str = "", **kwargs: Any
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        audit_retention: timedelta,
+        audit_s3: Any = None,
+        audit_bucket: str = "",
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(client, table_name)
         self._audit_retention = audit_retention
         self._audit_s3 = audit_s3 if audit_bucket else None  # no bucket, no WORM copy
         self._audit_bucket = audit_bucket
@@ -96,30 +98,21 @@ class AuditLinks(DynamoTable):
         items = response.get("Items", [])
         return audit_chain.link_from_item(self._plain(items[0])) if items else None
 
-    def _audit(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
-        now: datetime,
-        action: AuditAction,
-        outcome: str | None = None,
-        reason: str | None = None,
-    ) -> dict[str, Any]:
-        """The item's next audit link, put once: who, when, what, on which turn, chained to the link before
-        it (read now). Never staff or resident text."""
+    def next_link(self, entry: AuditEntry) -> dict[str, Any]:
+        """A transaction item that puts the item's next audit link, once (`attribute_not_exists`): what
+        `entry` records (dialogue.desk_rules.AuditEntry: who, when, what, on which turn; never staff or
+        resident text), chained to the link before it (read now)."""
         link = audit_chain.new_link(
-            conversation_id,
-            turn_id,
-            self._last_link(conversation_id, turn_id),
-            staff=staff.subject,
-            action=action,
-            queue=str(queue),
-            outcome=outcome,
-            reason=reason,
-            at=stored_time(now),
-            expires_at=ttl_epoch(now + self._audit_retention),
+            entry.conversation_id,
+            entry.turn_id,
+            self._last_link(entry.conversation_id, entry.turn_id),
+            staff=entry.staff,
+            action=entry.action,
+            queue=str(entry.queue),
+            outcome=entry.outcome,
+            reason=entry.reason,
+            at=stored_time(entry.at),
+            expires_at=ttl_epoch(entry.at + self._audit_retention),
         )
         stored = {key: value for key, value in link.items() if key != "conversation_id"}
         return {
@@ -127,8 +120,8 @@ class AuditLinks(DynamoTable):
                 "TableName": self._table,
                 "Item": self._item(
                     {
-                        "pk": audit_chain.audit_partition(conversation_id),
-                        "sk": audit_chain.link_sort_key(turn_id, link["seq"]),
+                        "pk": audit_chain.audit_partition(entry.conversation_id),
+                        "sk": audit_chain.link_sort_key(entry.turn_id, link["seq"]),
                         **stored,
                     }
                 ),
@@ -144,7 +137,7 @@ class AuditLinks(DynamoTable):
             if str(entry.get("Put", {}).get("Item", {}).get("pk", {}).get("S", "")).startswith(audit_chain.AUDIT_PREFIX)
         ]
 
-    def _with_copy_markers(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def with_copy_markers(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`items` and, where there is a WORM bucket, a pending-copy marker for each audit link they put:
         committed with the link or not at all, so no link can lose its copy unseen. One more item per link
         (a staff transaction puts one link, far inside DynamoDB's 100 items a transaction)."""
@@ -158,7 +151,7 @@ class AuditLinks(DynamoTable):
             ),
         ]
 
-    def _copy_links(self, items: list[dict[str, Any]]) -> None:
+    def copy_links(self, items: list[dict[str, Any]]) -> None:
         """After a commit: each audit link the transaction put, written once to the WORM bucket, and its
         pending-copy marker removed. A failure is logged (ids only) and counted, and the staff request goes
         on: the link and its marker are in the table, and the sweeper writes the copy."""

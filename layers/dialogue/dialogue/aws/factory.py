@@ -8,12 +8,14 @@ from functools import lru_cache
 import boto3
 from botocore.config import Config
 
-from dialogue.aws.audit import AuditCopyRepair
+from dialogue.aws.audit import AuditCopyRepair, AuditLinks
 from dialogue.aws.ecs import EcsServiceWaker
+from dialogue.aws.figures import DeskFigures
+from dialogue.aws.queues import DynamoDeskStore
 from dialogue.aws.sealing import KmsSealer
 from dialogue.aws.sqs import SqsDispatchQueues
-from dialogue.aws.stores import DynamoConversationStore, DynamoDeskStore
-from dialogue.ports import RealizerWaker
+from dialogue.aws.stores import DynamoConversationStore
+from dialogue.ports import DeskStore, RealizerWaker
 from dialogue.settings import get_settings
 
 # The waker's ECS calls are an optimization on the dispatch function's path: each gets one attempt and
@@ -26,7 +28,7 @@ SWITCH_READ_CONFIG = Config(connect_timeout=1, read_timeout=1, retries={"total_m
 @lru_cache(maxsize=1)
 def get_store() -> DynamoConversationStore:
     settings = get_settings()
-    return DynamoConversationStore(
+    return DynamoConversationStore.on_table(
         boto3.client("dynamodb"),
         settings.table_name,
         retention=settings.retention,
@@ -35,17 +37,27 @@ def get_store() -> DynamoConversationStore:
 
 
 @lru_cache(maxsize=1)
-def get_desk_store() -> DynamoDeskStore:
+def get_desk_store() -> DeskStore:
+    """The staff API's store: one object per concern on one DynamoDB client, each handed what it needs."""
     settings = get_settings()
-    return DynamoDeskStore(
-        boto3.client("dynamodb"),
-        settings.table_name,
-        retention=settings.retention,
-        reply_retention=settings.reply_retention,
-        staff_message_retention=timedelta(days=settings.staff_message_retention_days),
+    client, table = boto3.client("dynamodb"), settings.table_name
+    audit = AuditLinks(
+        client,
+        table,
         audit_retention=timedelta(days=settings.audit_retention_days),
         audit_s3=boto3.client("s3") if settings.audit_bucket else None,
         audit_bucket=settings.audit_bucket,
+    )
+    return DynamoDeskStore(
+        client,
+        table,
+        conversations=DynamoConversationStore.on_table(
+            client, table, retention=settings.retention, reply_retention=settings.reply_retention
+        ),
+        audit=audit,
+        figures=DeskFigures(client, table),
+        reply_retention=settings.reply_retention,
+        staff_message_retention=timedelta(days=settings.staff_message_retention_days),
     )
 
 

@@ -5,13 +5,14 @@ takes four requests, however long the history (dialogue.desk's statistics)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from dialogue.actions import Queue
 from dialogue.aws.table import OPEN_QUEUE, OPEN_QUEUE_INDEX, DynamoTable, store_errors, ttl_epoch
-from dialogue.desk import DeskCounters
+from dialogue.desk import CounterAdds
+from dialogue.desk_rules import DeskCounters
 
 STATS_PK = "STATS"
 """The desk's counters (dialogue.desk's statistics): sort key TOTAL, since counting began, and
@@ -24,7 +25,7 @@ STATS_DAYS_SHOWN = 30
 
 
 class DeskFigures(DynamoTable):
-    """The desk's counters and its open-work counts."""
+    """The desk's counters and its open-work counts (it needs the table only)."""
 
     def open_count(self, queue: Queue) -> int:
         """How many items of `queue` wait for a person: a COUNT query on the open-queue index, which holds
@@ -78,13 +79,12 @@ class DeskFigures(DynamoTable):
         sort_key = str(plain.pop("sk", ""))
         return sort_key, {name: int(value) for name, value in plain.items() if name not in ("pk", "expires_at")}
 
-    def _counted(self, names: Sequence[str], now: datetime, *, per_day: bool = True) -> list[dict[str, Any]]:
-        """Transaction items that add 1 to each counter in `names`, in the TOTAL item and (`per_day`) in the
-        item of `now`'s UTC day, which expires STATS_DAY_RETENTION after the day began."""
-        placeholders = {f"#c{number}": name for number, name in enumerate(names)}
+    def added(self, adds: CounterAdds) -> list[dict[str, Any]]:
+        """Transaction items that make `adds` (dialogue.desk): 1 added to each of its counters in the TOTAL
+        item and, where it names a day, in that day's item, which expires STATS_DAY_RETENTION after the day
+        began."""
+        placeholders = {f"#c{number}": name for number, name in enumerate(adds.names)}
         adding = "ADD " + ", ".join(f"{placeholder} :one" for placeholder in placeholders)
-        day = now.astimezone(UTC).date()
-        expires = ttl_epoch(datetime.combine(day, time(), UTC) + STATS_DAY_RETENTION)
 
         def update(sort_key: str, expression: str, values: dict[str, Any]) -> dict[str, Any]:
             return {
@@ -97,8 +97,9 @@ class DeskFigures(DynamoTable):
                 }
             }
 
-        day_key = f"{STATS_DAY_PREFIX}{day.isoformat()}"
         total = update(STATS_TOTAL_SK, adding, {":one": 1})
-        if not per_day:
+        if adds.day is None:
             return [total]
+        day_key = f"{STATS_DAY_PREFIX}{adds.day.isoformat()}"
+        expires = ttl_epoch(datetime.combine(adds.day, time(), UTC) + STATS_DAY_RETENTION)
         return [total, update(day_key, f"SET expires_at = :expires {adding}", {":one": 1, ":expires": expires})]

@@ -1,39 +1,55 @@
-"""The staff desk's queues and claims on the conversation table.
+"""The staff desk's store (dialogue.ports.DeskStore) on the conversation table: dialogue.desk_rules as
+conditions.
 
 - Queues: TURN items carry `queue` and `queued_at` while they wait in a staff queue; the table's sparse
   index QUEUE_INDEX (partition `queue`, sort `queued_at`) lists them without a Scan, and OPEN_QUEUE_INDEX
   only those still waiting for a person.
 - Claims: `claimed_by` and `claim_expires_at` on the TURN item, set and cleared by conditional writes.
-- Corrections of the record: the STATE item's versioned update and a TURN item of staff's, with the
-  item's next audit link, in one transaction (`correct_record`).
-- Decisions, replies and closes: one transaction each, with the item's next audit link
-  (dialogue.aws.audit) and, for a correction, an approval or a reply, the staff message
-  (dialogue.aws.replies).
-- Figures: each decision and close adds to the desk's counters in its own transaction
-  (dialogue.aws.figures).
+- Decisions, replies, closes, looks at the contact form and corrections of the record: one transaction
+  each, with the item's next audit link (`AuditLinks.next_link` of the act's `desk_rules.AuditEntry`)
+  and, for a correction, an approval or a reply, the staff message (dialogue.aws.replies); each decision
+  and close adds to the desk's counters in its transaction (`DeskFigures.added` of `desk.decision_adds`,
+  `desk.CLOSE_ADDS`).
+
+Which rule of dialogue.desk_rules each condition enforces, on the TURN item:
+
+- `#queue = :queue AND (attribute_not_exists(claimed_by) OR claimed_by = :me OR claim_expires_at <= :now)`
+  with the open condition: `may_claim` (a claim's expiry from `claim_until`).
+- `#queue = :queue AND claimed_by = :me`: `may_release`.
+- `#queue = :queue AND claimed_by = :me AND claim_expires_at > :now` with the open condition
+  (`_on_claimed`): `holds_claim`, what a decision, a reply, a close, a look at the contact form and a
+  correction need.
+- The open condition, `human_review = :pending` or `handoff_status = :open`: `still_open`.
+
+When the item's condition fails, the item is read again and `desk_rules.refusal` says which clash it met.
+The STATE item's `#version = :expected` (a close that clears the open hand-off, a correction) and the
+staff message's conditions (dialogue.aws.replies) are races a write retries; an audit link's
+`attribute_not_exists` failing is StaffWriteConflict.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from dialogue.actions import HandoffStatus, HumanReview, Queue
+from dialogue.audit_chain import LinkKey
 from dialogue.aws.audit import AuditLinks
 from dialogue.aws.figures import DeskFigures
-from dialogue.aws.replies import ReplyItems
+from dialogue.aws.stores import DynamoConversationStore
 from dialogue.aws.table import (
     CONDITION_FAILED,
     OPEN_QUEUE,
     OPEN_QUEUE_INDEX,
     QUEUE_INDEX,
-    STAFF_COUNTER_SK,
     STATE_SK,
     TRANSACTION_CONFLICT,
+    DynamoDBClient,
+    DynamoTable,
     partition_key,
     reply_sort_key,
     store_errors,
@@ -42,17 +58,23 @@ from dialogue.aws.table import (
     turn_from_item,
     turn_sort_key,
 )
-from dialogue.desk import CLOSED, StaffMember, decision_counters
-from dialogue.errors import (
-    AlreadyDecided,
-    ClaimedByOther,
-    ClaimRequired,
-    HandoffClosed,
-    NotInQueue,
-    StaffWriteConflict,
+from dialogue.desk import CLOSE_ADDS, decision_adds, next_staff_message
+from dialogue.desk_rules import (
+    AuditEntry,
+    DeskCounters,
+    StaffMember,
+    audit_entry,
+    claim_until,
+    closes_open_handoff,
+    correction_entry,
+    decision_entry,
+    handoff_cleared,
+    in_queue,
+    refusal,
 )
+from dialogue.errors import NotInQueue, StaffWriteConflict
 from dialogue.ports import SealedContact, StaffMessage
-from dialogue.records import ConversationRecord, TurnRecord
+from dialogue.records import ConversationRecord, Draft, TurnRecord
 from dialogue.state import DialogueState
 
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
@@ -81,12 +103,32 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
     return key
 
 
-class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
-    """The staff queues on the conversation table: their pages and counts, claims, decisions, replies and
-    closes (each with its audit link, in one transaction), and the desk's counters."""
+class DynamoDeskStore(DynamoTable):
+    """dialogue.ports.DeskStore on the conversation table: the staff queues' pages, claims, decisions,
+    replies, closes, looks at the contact form and corrections of the record, each with its audit link
+    (`audit`) in one transaction, a decision's and a close's with the desk's counters (`figures`), a
+    message's with the staff message; the conversation's items are read and written through
+    `conversations`, its turns and replies. A decision keeps the draft `reply_retention` more; a staff
+    message is kept `staff_message_retention`."""
 
-    def __init__(self, *args: Any, staff_message_retention: timedelta, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        conversations: DynamoConversationStore,
+        audit: AuditLinks,
+        figures: DeskFigures,
+        reply_retention: timedelta,
+        staff_message_retention: timedelta,
+    ) -> None:
+        super().__init__(client, table_name)
+        self.conversations = conversations
+        self.audit = audit
+        self.figures = figures
+        self._turns = conversations.turns
+        self._replies = conversations.replies
+        self._reply_retention = reply_retention
         self._message_retention = staff_message_retention
 
     # --- reading the queues ----------------------------------------------------------------------
@@ -138,9 +180,24 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         turns = [turn_from_item(item) for item in response.get("Items", [])]
         return turns, encode_cursor(response.get("LastEvaluatedKey"))
 
+    def drafts(self, turns: Sequence[TurnRecord]) -> dict[tuple[UUID, int], tuple[str | None, Draft | None]]:
+        return self._replies.drafts(turns)
+
+    def read_contact(self, conversation_id: UUID, now: datetime) -> SealedContact | None:
+        return self._turns.read_contact(conversation_id, now)
+
+    def audit_trail(self, conversation_id: UUID, turn_id: int) -> list[dict[str, Any]]:
+        return self.audit.audit_trail(conversation_id, turn_id)
+
+    def turn_copies(self, conversation_id: UUID, turn_id: int) -> tuple[dict[LinkKey, bytes], set[LinkKey]] | None:
+        return self.audit.turn_copies(conversation_id, turn_id)
+
+    def desk_counters(self) -> DeskCounters:
+        return self.figures.desk_counters()
+
     def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
-        turn = self.get_turn(conversation_id, turn_id)
-        if turn is None or turn.queue is not queue:
+        turn = self._turns.get_turn(conversation_id, turn_id)
+        if turn is None or not in_queue(turn, queue):
             raise NotInQueue()
         return turn
 
@@ -149,9 +206,10 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
     def claim(
         self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime, lifetime: timedelta
     ) -> datetime:
-        """Take (or renew) the item's claim until now + lifetime. Raises ClaimedByOther when another
-        staff member's claim is live, AlreadyDecided or HandoffClosed when there is nothing left to do."""
-        expires = datetime.fromisoformat(stored_time(now + lifetime))  # as kept: to the millisecond
+        """Take (or renew) the item's claim until `desk_rules.claim_until`; the condition is `may_claim`.
+        Raises ClaimedByOther when another staff member's claim is live, AlreadyDecided or HandoffClosed
+        when there is nothing left to do."""
+        expires = claim_until(now, lifetime)
         condition = (
             "#queue = :queue AND (attribute_not_exists(claimed_by) OR claimed_by = :me OR claim_expires_at <= :now)"
         )
@@ -177,17 +235,12 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                 ),
             }
         }
-        self._transact(
-            [update, self._audit(conversation_id, turn_id, queue, staff, now, "claim")],
-            conversation_id,
-            turn_id,
-            queue,
-            staff,
-            now,
-        )
+        entry = audit_entry("claim", conversation_id, turn_id, queue, staff, now)
+        self._transact([update, self.audit.next_link(entry)], entry, staff)
         return expires
 
     def release(self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime) -> None:
+        """End the item's claim; the condition is `may_release` (the holder's, expired or not)."""
         update = {
             "Update": {
                 "TableName": self._table,
@@ -198,14 +251,8 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                 "ExpressionAttributeValues": self._item({":queue": str(queue), ":me": staff.subject}),
             }
         }
-        self._transact(
-            [update, self._audit(conversation_id, turn_id, queue, staff, now, "release")],
-            conversation_id,
-            turn_id,
-            queue,
-            staff,
-            now,
-        )
+        entry = audit_entry("release", conversation_id, turn_id, queue, staff, now)
+        self._transact([update, self.audit.next_link(entry)], entry, staff)
 
     # --- decisions, replies, closes ------------------------------------------------------------------
 
@@ -222,11 +269,12 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         reply_kept: bool,
         turn: TurnRecord,
     ) -> StaffMessage | None:
-        """Record a decision on a claimed review item, and post what it sends the resident (a correction,
-        or an approved draft: `desk.message_for_decision`), in one transaction. `reply_kept`: the turn's
-        REPLY item is there (the caller read it with the draft), so its retention runs from now. `turn`:
-        the item as the caller read it; the desk's counters (`desk.decision_counters`) are added to in the
-        same transaction, from its screens, fallback and queue time, which are set once when it is queued."""
+        """Record a decision on a claimed review item (`desk_rules.decided`, on `holds_claim`), and post what
+        it sends the resident (a correction, or an approved draft: `desk.message_for_decision`), in one
+        transaction. `reply_kept`: the turn's REPLY item is there (the caller read it with the draft), so its
+        retention runs from now. `turn`: the item as the caller read it; the desk's counters
+        (`desk.decision_adds`) are added to in the same transaction, from its screens, fallback and queue
+        time, which are set once when it is queued."""
         assert (turn.conversation_id, turn.turn_id) == (conversation_id, turn_id)
         queue = Queue.REVIEW
         values: dict[str, Any] = {":review": str(review)}
@@ -237,8 +285,8 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         update = self._on_claimed(
             conversation_id, turn_id, queue, staff, now, f"SET {assignments}", values, leaves_queue=True
         )
-        audit = self._audit(conversation_id, turn_id, queue, staff, now, "decision", str(review), reason)
-        items = [update, audit, *self._counted(decision_counters(turn, review, now), now)]
+        entry = decision_entry(conversation_id, turn_id, staff, now, review, reason)
+        items = [update, self.audit.next_link(entry), *self.figures.added(decision_adds(turn, review, now))]
         # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
         if reply_kept:
             items.append(
@@ -253,23 +301,25 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                 }
             )
         if message is None:
-            self._transact(items, conversation_id, turn_id, queue, staff, now)
+            self._transact(items, entry, staff)
             return None
-        return self._commit_with_message(conversation_id, message, now, items, turn_id, queue, staff)
+        return self._commit_with_message(message, items, entry, staff)
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
-        """Post a staff message on a claimed, open hand-off."""
+        """Post a staff message on an open hand-off `staff` holds a live claim on (`holds_claim`)."""
         queue = Queue.HANDOFF
         check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
-        audit = self._audit(conversation_id, turn_id, queue, staff, now, "reply")
-        return self._commit_with_message(conversation_id, text, now, [check, audit], turn_id, queue, staff)
+        entry = audit_entry("reply", conversation_id, turn_id, queue, staff, now)
+        return self._commit_with_message(text, [check, self.audit.next_link(entry)], entry, staff)
 
     def close(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime) -> None:
-        """Close a claimed, open hand-off, in one transaction: the item, its audit link and the desk's counter;
-        the resident's contact form, when this item holds it (dialogue.contact); and, when the item is the
-        conversation's open one, the STATE item's `open_handoff` cleared with its version moved on, so a
-        resident's turn that read the item open is written again and opens a new one (dialogue.handoffs).
-        A resident's turn between the STATE read and the write: read again, up to three times."""
+        """Close a claimed, open hand-off (`desk_rules.closed`, on `holds_claim`), in one transaction: the item,
+        its audit link and the desk's counter (`desk.CLOSE_ADDS`); the resident's contact form, when this item
+        holds it (dialogue.contact); and, when the item is the conversation's open one
+        (`desk_rules.closes_open_handoff`), the STATE item's `open_handoff` cleared with its version moved on,
+        so a resident's turn that read the item open is written again and opens a new one
+        (dialogue.handoffs). A resident's turn between the STATE read and the write: read again, up to three
+        times."""
         queue = Queue.HANDOFF
         for _attempt in range(3):
             closing = "SET handoff_status = :closed, decided_by = :me, decided_at = :now"
@@ -277,24 +327,26 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                 conversation_id, turn_id, queue, staff, now, closing, {":closed": str(HandoffStatus.CLOSED)},
                 leaves_queue=True,
             )  # fmt: skip
-            audit = self._audit(conversation_id, turn_id, queue, staff, now, "close")
-            items = [update, audit, *self._counted([CLOSED], now, per_day=False)]
-            contact = self.read_contact(conversation_id)
+            entry = audit_entry("close", conversation_id, turn_id, queue, staff, now)
+            items = [update, self.audit.next_link(entry), *self.figures.added(CLOSE_ADDS)]
+            contact = self._turns.read_contact(conversation_id)
             if contact is not None and contact.turn_id == turn_id:
-                items.append(self._forget_contact(conversation_id, now))
-            record = self.load_conversation(conversation_id)
+                items.append(self._turns.forget_contact(conversation_id, now))
+            record = self._turns.load_conversation(conversation_id)
             state_at = None
-            if record is not None and record.open_handoff == turn_id:
+            if record is not None and closes_open_handoff(record, turn_id):
                 state_at = len(items)
                 items.append(self._open_handoff_closed(record))
             try:
-                self._transact(items, conversation_id, turn_id, queue, staff, now, message_items_from=state_at)
+                self._transact(items, entry, staff, message_items_from=state_at)
             except _MessageRace:
                 continue
             return
         raise StaffWriteConflict()
 
     def _open_handoff_closed(self, record: ConversationRecord) -> dict[str, Any]:
+        """The STATE update of `desk_rules.handoff_cleared`, on the version read."""
+        cleared = handoff_cleared(record)
         return {
             "Update": {
                 "TableName": self._table,
@@ -302,7 +354,7 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                 "UpdateExpression": "REMOVE open_handoff SET #version = :next",
                 "ConditionExpression": "#version = :expected",
                 "ExpressionAttributeNames": {"#version": "version"},
-                "ExpressionAttributeValues": self._item({":next": record.version + 1, ":expected": record.version}),
+                "ExpressionAttributeValues": self._item({":next": cleared.version, ":expected": record.version}),
             }
         }
 
@@ -310,15 +362,15 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime
     ) -> SealedContact | None:
         """The conversation's sealed contact, for `staff` on one of its open hand-offs that they hold a live
-        claim on; the read is audited on that item in the same transaction (a refused read writes nothing).
-        None when the resident left none, or it has expired."""
-        contact = self.read_contact(conversation_id, now)
+        claim on (`holds_claim`); the read is audited on that item in the same transaction (a refused read
+        writes nothing). None when the resident left none, or it has expired."""
+        contact = self._turns.read_contact(conversation_id, now)
         if contact is None:
             return None
         queue = Queue.HANDOFF
         check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
-        audit = self._audit(conversation_id, turn_id, queue, staff, now, "read_contact")
-        self._transact([check, audit], conversation_id, turn_id, queue, staff, now)
+        entry = audit_entry("read_contact", conversation_id, turn_id, queue, staff, now)
+        self._transact([check, self.audit.next_link(entry)], entry, staff)
         return contact
 
     def correct_record(
@@ -336,10 +388,10 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         `correct` (dialogue.desk.corrected_record) turns the STATE item as read into the corrected state and
         the turn that records it. One transaction, in this order:
 
-        0. a condition check on the item: in the queue, still open, claimed by `staff` (else nothing is
-           written, and the refusal says why, as for a decision);
-        1. the item's next audit link, `correct_record`, with the slot as its reason and the value as its
-           outcome (pack names, never text);
+        0. a condition check on the item: `holds_claim` (else nothing is written, and the refusal says why,
+           as for a decision);
+        1. the item's next audit link, `desk_rules.correction_entry` (the slot and value: pack names, never
+           text);
         2. the STATE update, conditional on the version read and bumping it, with the new slots, `asked`, the
            turn count and times (as a resident's turn writes it: a turn that raced it is never overwritten);
         3. the new TURN item, conditional on being new.
@@ -348,13 +400,13 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         STATE read again and `correct` applied to it, up to three times, then StaffWriteConflict. Returns the
         turn written."""
         for _attempt in range(3):
-            before = self.load_conversation(conversation_id)
+            before = self._turns.load_conversation(conversation_id)
             if before is None:
                 raise NotInQueue()
             state, turn = correct(before)
             assert turn.turn_id == before.turn_count + 1
             check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
-            audit = self._audit(conversation_id, turn_id, queue, staff, now, "correct_record", value, slot)
+            entry = correction_entry(conversation_id, turn_id, queue, staff, now, slot, value)
             update = {
                 "Update": {
                     "TableName": self._table,
@@ -371,7 +423,7 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
                             ":expected": before.version,
                             ":turns": turn.turn_id,
                             ":now": stored_time(now),
-                            ":expires": ttl_epoch(now + self._retention),
+                            ":expires": ttl_epoch(now + self._turns.retention),
                         }
                     ),
                 }
@@ -379,14 +431,14 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
             put = {
                 "Put": {
                     "TableName": self._table,
-                    "Item": self.turn_item(turn),
+                    "Item": self._turns.turn_item(turn),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             }
             try:
                 # A failed condition from item 2 on (the state's version, the new turn) is a race to retry.
-                items = [check, audit, update, put]
-                self._transact(items, conversation_id, turn_id, queue, staff, now, message_items_from=2)
+                items = [check, self.audit.next_link(entry), update, put]
+                self._transact(items, entry, staff, message_items_from=2)
             except _MessageRace:
                 continue
             return turn
@@ -404,9 +456,10 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         *,
         leaves_queue: bool = False,
     ) -> dict[str, Any]:
-        """A transaction item on a turn that waits in `queue`, still needs work, and on which `staff` holds
-        a live claim: an Update that makes `assignments` and ends the claim (and, with `leaves_queue`,
-        takes the item out of the open-queue index), or (without assignments) a ConditionCheck."""
+        """A transaction item on a turn on which `desk_rules.holds_claim` holds (it waits in `queue`, still
+        needs work, and `staff` holds a live claim on it): an Update that makes `assignments` and ends the
+        claim (and, with `leaves_queue`, takes the item out of the open-queue index), or (without
+        assignments) a ConditionCheck."""
         body = {
             "TableName": self._table,
             "Key": self._turn_key(conversation_id, turn_id),
@@ -435,7 +488,7 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
 
     @staticmethod
     def _open_condition(queue: Queue) -> str:
-        """An item still needing work: a review not yet decided, a hand-off not closed."""
+        """`desk_rules.still_open`: a review not yet decided, a hand-off not closed."""
         return " AND human_review = :pending" if queue is Queue.REVIEW else " AND handoff_status = :open"
 
     @staticmethod
@@ -445,82 +498,53 @@ class DeskQueues(ReplyItems, AuditLinks, DeskFigures):
         return {":open": str(HandoffStatus.OPEN)}
 
     def _commit_with_message(
-        self,
-        conversation_id: UUID,
-        text: str,
-        now: datetime,
-        items: list[dict[str, Any]],
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
+        self, text: str, items: list[dict[str, Any]], entry: AuditEntry, staff: StaffMember
     ) -> StaffMessage:
-        """Commit `items` and post a staff message with `text` in the same transaction: the conversation's
-        turn count and its message counter, read first, are its conditions (tried three times on a race)."""
+        """Commit `items` and post a staff message with `text` about the item of `entry`, in the same
+        transaction: the conversation's turn count and its message counter, read first, are its conditions
+        (tried three times on a race)."""
+        conversation_id, now = entry.conversation_id, entry.at
         for _attempt in range(3):
-            state = self.load_conversation(conversation_id)
+            state = self._turns.load_conversation(conversation_id)
             if state is None:
                 raise NotInQueue()
-            counter = self._get(conversation_id, STAFF_COUNTER_SK).get("Item")
-            count = int(self._plain(counter)["count"]) if counter else 0
-            message_items = self.staff_message_items(
-                conversation_id, state.turn_count, count, turn_id, text, now, self._message_retention
+            count = self._replies.staff_message_count(conversation_id)
+            message = next_staff_message(state, count, entry.turn_id, text, now)
+            message_items = self._replies.staff_message_items(
+                conversation_id, state.turn_count, count, entry.turn_id, text, now, self._message_retention
             )
             try:
-                self._transact(
-                    [*items, *message_items],
-                    conversation_id,
-                    turn_id,
-                    queue,
-                    staff,
-                    now,
-                    message_items_from=len(items),
-                )
+                self._transact([*items, *message_items], entry, staff, message_items_from=len(items))
             except _MessageRace:
                 continue
-            return StaffMessage(after_turn=state.turn_count, number=count + 1, about_turn=turn_id, text=text, at=now)
+            return message
         raise StaffWriteConflict()
 
     def _transact(
         self,
         items: list[dict[str, Any]],
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
+        entry: AuditEntry,
         staff: StaffMember,
-        now: datetime,
         *,
         message_items_from: int | None = None,
     ) -> None:
-        """Write `items` in one transaction. When the turn's condition (the first item) failed, say why;
-        a failure of a condition from item `message_items_from` on (the staff message's), or another transaction
-        holding an item, is a race a message retries; otherwise (an audit link another writer put at the
-        same sequence number first, say) the staff member is told to try again. Each new audit link's
-        pending-copy marker is committed with it; once committed, the link is copied to the WORM bucket."""
-        codes = self._write_transaction(self._with_copy_markers(items))
+        """Write `items` (the act `entry` records) in one transaction. When the turn's condition (the first
+        item) failed, raise the clash the item as read now shows (`desk_rules.refusal`); a failure of a
+        condition from item `message_items_from` on (the staff message's), or another transaction holding an
+        item, is a race a message retries; otherwise (an audit link another writer put at the same sequence
+        number first, say) the staff member is told to try again. Each new audit link's pending-copy marker
+        is committed with it; once committed, the link is copied to the WORM bucket."""
+        codes = self._write_transaction(self.audit.with_copy_markers(items))
         if codes is None:
-            self._copy_links(items)
+            self.audit.copy_links(items)
             return
         if codes and codes[0] == CONDITION_FAILED:
-            raise self._why_refused(conversation_id, turn_id, queue, staff, now)
+            turn = self._turns.get_turn(entry.conversation_id, entry.turn_id)
+            raise refusal(turn, entry.queue, staff, entry.at)
         raced = CONDITION_FAILED in codes[message_items_from:] or TRANSACTION_CONFLICT in codes
         if message_items_from is not None and raced:
             raise _MessageRace()
         raise StaffWriteConflict()
-
-    def _why_refused(
-        self, conversation_id: UUID, turn_id: int, queue: Queue, staff: StaffMember, now: datetime
-    ) -> Exception:
-        turn = self.get_turn(conversation_id, turn_id)
-        if turn is None or turn.queue is not queue:
-            return NotInQueue()
-        if queue is Queue.REVIEW and turn.human_review is not HumanReview.PENDING:
-            return AlreadyDecided()
-        if queue is Queue.HANDOFF and turn.handoff_status is HandoffStatus.CLOSED:
-            return HandoffClosed()
-        live = turn.claimed_by is not None and turn.claim_expires_at is not None and turn.claim_expires_at > now
-        if live and turn.claimed_by != staff.subject:
-            return ClaimedByOther()
-        return ClaimRequired()
 
 
 class _MessageRace(Exception):

@@ -26,6 +26,8 @@ from dialogue.aws.table import (
     STAFF_COUNTER_SK,
     STATE_SK,
     TURN_PREFIX,
+    DynamoDBClient,
+    DynamoTable,
     message_sort_key,
     partition_key,
     reply_sort_key,
@@ -35,14 +37,21 @@ from dialogue.aws.table import (
     turn_from_item,
     turn_sort_key,
 )
-from dialogue.aws.turns import TurnItems
 from dialogue.errors import StoreUnavailable
-from dialogue.ports import StaffMessage, Thread
+from dialogue.ports import StaffMessage
 from dialogue.records import Draft, ScreenOutcome, TurnRecord
 
 
-class ReplyItems(TurnItems):
-    """The REPLY items and staff messages of a conversation, and the reads of its message list."""
+class ReplyItems(DynamoTable):
+    """The REPLY items and staff messages of a conversation, and the reads of its message list. A reply that
+    awaits a person's check is kept `retention` (a turn's), any other `reply_retention`."""
+
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, *, retention: timedelta, reply_retention: timedelta
+    ) -> None:
+        super().__init__(client, table_name)
+        self._retention = retention
+        self._reply_retention = reply_retention
 
     def get_reply(self, conversation_id: UUID, turn_id: int) -> str | None:
         response = self._get(conversation_id, reply_sort_key(turn_id))
@@ -127,30 +136,6 @@ class ReplyItems(TurnItems):
         if CONDITION_FAILED in codes:  # not pending (any more), or gone
             return False
         raise StoreUnavailable()
-
-    def thread(self, conversation_id: UUID) -> Thread:
-        """What the resident's message list is built from: the turns, the replies of generated turns, and
-        the staff messages (two queries on the partition's TURN# and MSG# items, read consistently)."""
-        thread = Thread()
-        for item in self._items_under(conversation_id, TURN_PREFIX):
-            sort_key = item["sk"]["S"]
-            if sort_key.endswith("#REPLY"):
-                thread.replies[int(sort_key.split("#")[1])] = str(self._plain(item)["reply"])
-            else:
-                thread.turns.append(turn_from_item(item))
-        for item in self._items_under(conversation_id, MESSAGE_PREFIX):
-            plain = self._plain(item)
-            _, after_turn, number = str(plain["sk"]).split("#")
-            thread.staff.append(
-                StaffMessage(
-                    after_turn=int(after_turn),
-                    number=int(number),
-                    about_turn=int(plain["about_turn"]),
-                    text=str(plain["text"]),
-                    at=datetime.fromisoformat(str(plain["at"])),
-                )
-            )
-        return thread
 
     # --- the end of the message list, read backwards (dialogue.conversation.messages) ----------------
 

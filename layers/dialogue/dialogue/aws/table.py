@@ -9,10 +9,12 @@ audit's hash chains (dialogue.aws.audit) and `STATS` the desk's counters (dialog
 hold slots, actions, flags, timestamps and a hash of each key; the staff's own messages are the only text
 in the clear.
 
-The store is one class per concern, each on what it needs: `DynamoTable` (here: the client, item
-mapping, reads), `TurnItems` (dialogue.aws.turns), `ReplyItems` (dialogue.aws.replies), and the desk's
-`AuditLinks` (dialogue.aws.audit), `DeskFigures` (dialogue.aws.figures) and `DeskQueues`, its queues and
-claims (dialogue.aws.queues); dialogue.aws.stores names the two stores the functions use.
+The store is one object per concern, each built with what it needs: `TurnItems` (dialogue.aws.turns) and
+`ReplyItems` (dialogue.aws.replies), which `DynamoConversationStore` (dialogue.aws.stores) is made of; the
+desk's `AuditLinks` (dialogue.aws.audit) and `DeskFigures` (dialogue.aws.figures); and `DynamoDeskStore`,
+the desk's queues and claims (dialogue.aws.queues), which is handed a conversation store, the audit and the
+figures it writes with. Each reaches the table through `DynamoTable` (here: the client, item mapping,
+reads, transactions), its only base class; dialogue.aws.factory builds them.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dialogue.errors import StoreUnavailable
 from dialogue.records import TurnRecord, datetime_fields
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.client import DynamoDBClient as DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import GetItemOutputTypeDef
 else:
     DynamoDBClient = GetItemOutputTypeDef = Any
@@ -145,24 +147,16 @@ def turn_from_item(item: Mapping[str, Any]) -> TurnRecord:
 
 
 class DynamoTable:
-    """The conversation table: its client and name, the items' retention, and the reads every concern shares."""
+    """The conversation table: its client and name, and the item mapping, reads and transactions every
+    concern shares."""
 
     TAIL_PAGE = 4
     """Items a page of a backwards read holds after its first. The first holds what a poll needs: the last
     turn's TURN and REPLY items (2), or the last staff message (1)."""
 
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        table_name: str,
-        *,
-        retention: timedelta,
-        reply_retention: timedelta,
-    ) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
-        self._retention = retention
-        self._reply_retention = reply_retention
 
     @staticmethod
     def _item(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,15 +182,6 @@ class DynamoTable:
             "ConsistentRead": True,
         }
         return self._query_pages(query, next_limit=self.TAIL_PAGE)
-
-    def _items_under(self, conversation_id: UUID, prefix: str) -> Iterator[dict[str, Any]]:
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": self._item({":pk": partition_key(conversation_id), ":prefix": prefix}),
-            "ConsistentRead": True,
-        }
-        return self._query_pages(query)
 
     def _query_pages(self, query: dict[str, Any], *, next_limit: int | None = None) -> Iterator[dict[str, Any]]:
         """A query's items, page after page as they are consumed (the pages after the first `next_limit`

@@ -11,7 +11,7 @@ dispatch function, `is_pending_turn_insert` below and dialogue.dispatch).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -28,6 +28,7 @@ from dialogue.aws.table import (
     TIMES,
     TRANSACTION_CONFLICT,
     TURN_PREFIX,
+    DynamoDBClient,
     DynamoTable,
     code_at,
     partition_key,
@@ -65,7 +66,16 @@ def is_pending_turn_insert(record: dict[str, Any]) -> bool:
 
 
 class TurnItems(DynamoTable):
-    """The STATE, TURN and REQUEST items of a conversation."""
+    """The STATE, TURN, REQUEST and CONTACT items of a conversation, kept `retention` from their last write."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, *, retention: timedelta) -> None:
+        super().__init__(client, table_name)
+        self._retention = retention
+
+    @property
+    def retention(self) -> timedelta:
+        """How long the conversation's items are kept after their last write."""
+        return self._retention
 
     def _state_item(self, record: ConversationRecord) -> dict[str, Any]:
         return self._item(
@@ -171,7 +181,7 @@ class TurnItems(DynamoTable):
     def _contact_key(self, conversation_id: UUID) -> dict[str, Any]:
         return self._item({"pk": partition_key(conversation_id), "sk": CONTACT_SK})
 
-    def _forget_contact(self, conversation_id: UUID, now: datetime) -> dict[str, Any]:
+    def forget_contact(self, conversation_id: UUID, now: datetime) -> dict[str, Any]:
         """A transaction item that removes the CONTACT item's sealed bytes and expires what is left now (an
         update, not a delete: the staff function may delete nothing in a conversation's partition)."""
         return {

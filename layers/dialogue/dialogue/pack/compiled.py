@@ -10,26 +10,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dialogue.actions import Action
-from dialogue.pack.patterns import compile_pattern, compile_understanding, gated_reply_pattern
+from dialogue.pack.patterns import compile_pattern, compile_understanding
 from dialogue.pack.schema import DomainSpec, IntentRule, ScreenRule, SlotRule, Topic
-from dialogue.pack.word_gate import GatedPattern, GateIndex
 
 
 @dataclass(frozen=True)
 class CompiledDeskWords:
     """The desk profile's screen patterns, compiled once. All but `program_name` (which needs the
     reply's capitals) run on the case-folded reply, compiled as understanding patterns are (without
-    IGNORECASE when written in lower case, about twice as fast) and each with its word gate, which
-    skips the scan when the pack's one RE2 pass over the reply finds the pattern cannot match there."""
+    IGNORECASE when written in lower case, about twice as fast)."""
 
-    status_claim: GatedPattern
-    personal_question: GatedPattern
-    program_name: GatedPattern
-    date_word: GatedPattern
-    third_person: GatedPattern
-    boilerplate: GatedPattern
-    contact_promise: GatedPattern
-    time: GatedPattern
+    status_claim: re.Pattern[str]
+    personal_question: re.Pattern[str]
+    program_name: re.Pattern[str]
+    date_word: re.Pattern[str]
+    third_person: re.Pattern[str]
+    boilerplate: re.Pattern[str]
+    contact_promise: re.Pattern[str]
+    time: re.Pattern[str]
     channels: Mapping[str, re.Pattern[str]]
 
 
@@ -66,20 +64,15 @@ class CompiledPatterns:
     program_aliases: Mapping[str, re.Pattern[str]]
     any_program_alias: re.Pattern[str] | None
     required: Mapping[Action, tuple[re.Pattern[str], ...]]
-    personal_detail: GatedPattern
-    promise: GatedPattern
+    personal_detail: re.Pattern[str]
+    promise: re.Pattern[str]
     placeholder: re.Pattern[str]
     desk: CompiledDeskWords | None
-    gates: GateIndex
-
-    def __post_init__(self) -> None:
-        self.gates.build()  # every gate is added: compile them once, here, rather than on the first reply
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
         rules = spec.understanding
         understanding = compile_understanding
-        gates = GateIndex()
         return cls(
             injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
@@ -114,11 +107,10 @@ class CompiledPatterns:
                 action: tuple(compile_pattern(pattern) for pattern in action_spec.required_patterns)
                 for action, action_spec in spec.actions.items()
             },
-            personal_detail=gated_reply_pattern(spec.screens.personal_detail_pattern, gates),
-            promise=gated_reply_pattern(spec.screens.promise_pattern, gates),
+            personal_detail=compile_pattern(spec.screens.personal_detail_pattern),
+            promise=compile_pattern(spec.screens.promise_pattern),
             placeholder=compile_pattern(spec.screens.placeholder_pattern),
-            desk=_desk_words(spec, gates),
-            gates=gates,
+            desk=_desk_words(spec),
         )
 
 
@@ -131,18 +123,15 @@ def _any_of(patterns: list[str]) -> re.Pattern[str] | None:
         return None
 
 
-def _desk_words(spec: DomainSpec, gates: GateIndex) -> CompiledDeskWords | None:
+def _desk_words(spec: DomainSpec) -> CompiledDeskWords | None:
     words = spec.screens.desk
     if words is None:
         return None
-
-    def folded(pattern: str) -> GatedPattern:  # for case-folded text
-        return gates.add(compile_understanding(pattern), folded_text=True)
-
+    folded = compile_understanding  # for case-folded text
     return CompiledDeskWords(
         status_claim=folded(words.status_claim_pattern),
         personal_question=folded(words.personal_question_pattern),
-        program_name=gated_reply_pattern(words.program_name_pattern, gates),
+        program_name=compile_pattern(words.program_name_pattern),
         date_word=folded(words.date_word_pattern),
         third_person=folded(words.third_person_pattern),
         boilerplate=folded(words.boilerplate_pattern),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from dialogue.actions import Action
+from dialogue.actions import FIXED_ACTIONS, Action
 from dialogue.pack.compiled import CompiledPatterns
 from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
 from dialogue.pack.formats import PackFormat
@@ -114,7 +114,7 @@ class DomainPack(BaseModel):
     def actions(self) -> tuple[Action, ...]:
         """Every action of this desk: refuse, abstain, hand off, clarify, a request per slot it asks for
         (in the frame's order), confirm, inform."""
-        fixed = tuple(Action)
+        fixed = FIXED_ACTIONS
         requests = tuple(slot.request_action for slot in self.frame.requested_slots if slot.request_action)
         return (*fixed[:4], *requests, *fixed[4:])
 

@@ -19,8 +19,10 @@ The file's tables name what each example means, by the pack's own names:
 And how sure the nearest example must be before it counts (cosines, 0..1):
 
 - `min_score` and `min_margin`: the best label's cosine, and its lead over the next label. Below
-  either the examples say nothing and the rules' reading stands (which abstains on a question no rule
-  answers): below the margin the desk abstains, never guesses.
+  either no example is sure and the rules' reading stands (which abstains on a question no rule
+  answers): below the margin the desk abstains, never guesses. Only the nearest label's kind still
+  counts there (dialogue.understanding): a request for a person nearest a hand-off by a wide margin, a
+  statement far from every example (`far_score`), values in a turn nearest another desk's turn.
 - `screen_min_score`: a refusal from examples alone needs this much (refusing a benign turn costs a
   resident more than handing an injection to staff).
 - `inform_min_score`: an answer from the handbook needs the turn to be at least this close to some

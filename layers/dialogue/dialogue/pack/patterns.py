@@ -14,8 +14,6 @@ from typing import Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
-from dialogue.pack.word_gate import GatedPattern, GateIndex
-
 NonEmptyText = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
 
@@ -42,12 +40,6 @@ def compile_understanding(pattern: str) -> re.Pattern[str]:
     if pattern.isascii() and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
         return compile_pattern(pattern, re.NOFLAG)
     return compile_pattern(pattern)
-
-
-def gated_reply_pattern(pattern: str, gates: GateIndex) -> GatedPattern:
-    """A reply screen's pattern for the reply normalized with its case kept (IGNORECASE), with its word
-    gate for replies that are ASCII in that form."""
-    return gates.add(compile_pattern(pattern), folded_text=False)
 
 
 # Texts on which an understanding pattern must not match zero characters: one that can would fire on

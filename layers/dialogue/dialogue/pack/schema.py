@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from dialogue.actions import Action, ScreenProfile
+from dialogue.actions import FIXED_ACTIONS, Action, ScreenProfile
 from dialogue.pack.formats import CURRENT_FORMAT, EARLIEST_FORMAT
 from dialogue.pack.patterns import NonEmptyText, PatternText, UnderstandingPatternText
 
@@ -594,14 +594,14 @@ class DomainSpec(_Strict):
                 raise ValueError(f"{where}: {asked.request_action!s} is no request action (request_<name>)")
             if requests.count(asked.request_action) > 1:
                 raise ValueError(f"{where}: {asked.request_action!s} asks for another slot too; one per slot")
-        missing_actions = {*Action, *requests} - set(self.actions)
+        missing_actions = {*FIXED_ACTIONS, *requests} - set(self.actions)
         if missing_actions:
             lacking = sorted(str(action) for action in missing_actions)
             keys = " and ".join(name for name, field in ActionSpec.model_fields.items() if field.is_required())
             tables = " and ".join(f"[actions.{name}]" for name in lacking)
             each = ", each" if len(lacking) > 1 else ""
             raise ValueError(f"{located('actions')}: lacks {lacking}; add {tables}{each} with {keys}")
-        if unasked := sorted(str(action) for action in set(self.actions) - {*Action, *requests}):
+        if unasked := sorted(str(action) for action in set(self.actions) - {*FIXED_ACTIONS, *requests}):
             raise ValueError(f"{located('actions')}: {unasked} ask for no slot (name one in a slot's request_action)")
         for index, rule in enumerate(self.understanding.slot_rules):
             if rule.slot not in slot_names:
