@@ -43,9 +43,10 @@ What it models, each minute and each second:
   instance the capacity provider launches (up to the group's largest size); an empty instance is ended
   after the capacity provider's 15 idle minutes. The instance launch, the ECS agent's registration, the
   image pull and the model load take times drawn from `Timings` (DEPLOY.md's cold-start table).
-- The worker: a long poll; a batch collected for up to 2 s (top-up receives of 1 s); a batch of jobs
-  worded in 2-3 s, or at DEPLOY.md's full-use rate of 5 replies a second; a job older than the reply
-  deadline dropped unrun; a stop waits for the batch in hand.
+- The worker, as realizer.worker does it: a long poll; once a job has arrived, top-up receives within a
+  2 s batch window that wait the worker's FILL_WAIT_SECONDS (0: short polls, which take what is waiting
+  and return at once); a batch of jobs worded in 2-3 s, or at DEPLOY.md's full-use rate of 5 replies a
+  second; a job older than the reply deadline dropped unrun; a stop waits for the batch in hand.
 - The reply deadline: a turn whose reply is not stored by its deadline shows the fallback.
 
 Traffic: weekday desk hours from the pack's `[hours]` with a morning and an afternoon peak, 100
@@ -63,7 +64,9 @@ the wait for a worded reply from the turn (p50, p95); cold starts (a task starte
 loading or serving); mid-day scale-ins (a scale-in inside desk hours with a generated turn after it
 before the desk closes that day); GPU instance hours; the desk's open hours (once, whatever the number of
 desks); the cost (GPU hours at `GPU_PRICES_USD_PER_HOUR` plus the instance's volume and address, the
-serverless parts per turn and each desk stack's cost at rest) and that cost per worded reply.
+serverless parts per turn and each stack's cost at rest, `at_rest`: the pieces the template's conditions
+give a stack with its parameters, at docs/DEPLOY.md's prices, so a desk on a shared realizer, with a
+shared web ACL or with SnapStart off costs what it would) and that cost per worded reply.
 
 Beyond the JSON record it prints the issue's goals' other figures: the share worded inside desk hours,
 GPU hours outside desk hours and in the day with most, the alarm topic's mails, the times an alarm
@@ -74,10 +77,11 @@ function remembering its answer; a GPU type short of capacity (`--instance-type`
 launches), and so a GPU quota of 0 (the unhealthy profile stands for both: no worker ever polls); the
 sweeper; an operator turning the off switch on (without desk hours it stays off for the rest of the
 run); the WAF's per-address and the per-conversation limits (the stranger's burst comes from many
-addresses and conversations, every turn generated); the worker's batch window is Timings', not the
-task definition's (REALIZER_MAX_BATCH_WAIT_SECONDS is not read), so the wait once warm (p95 about 5.6 s:
-1 s to the queue, the 1 s top-up receive, a 2-3 s batch, 0.5 s to screen and store) is the model's, not
-the template's, and issue 42's 5 s p95 is not met by it.
+addresses and conversations, every turn generated); the worker's batch window is Timings' (the worker's
+default, 2 s), not read from the task definition, which sets no REALIZER_MAX_BATCH_WAIT_SECONDS; the
+second from a turn to its job on the queue (the table's stream and the dispatch function) is assumed,
+and named in the output. Once warm, a worded reply waits that second, a 2-3 s batch, 0.5 s to screen
+and store, and any batch in hand: p95 4.5 s for one desk.
 """
 
 from __future__ import annotations
@@ -94,6 +98,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from realizer.worker import FILL_WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
@@ -124,9 +130,21 @@ GPU_EXTRAS_USD_PER_HOUR = 0.037
 ($0.011), the volume's 375 MiB/s above the free 125 ($0.021) and a public IPv4 address ($0.005)."""
 SERVERLESS_USD_PER_TURN = 0.03 / 1000
 """docs/DEPLOY.md's "Per thousand turns": the HTTP API, CloudFront and WAF, Lambda, DynamoDB, SQS, logs."""
-AT_REST_USD_PER_MONTH = 22.0
-"""docs/DEPLOY.md's "At rest": one desk stack's SnapStart cache, alarms, WAF, ECR image and the rest."""
 DAYS_PER_MONTH = 365 / 12
+
+# What a stack costs at rest, by the pieces the template gives it (`at_rest`); docs/DEPLOY.md's "At rest"
+# table is these prices and a test holds it to `at_rest` of the template's default shape.
+SECONDS_PER_MONTH = 2_628_000  # 730 hours
+SNAPSTART_CACHE_USD_PER_GB_SECOND = 0.0000015046  # a version's snapshot, while the version exists
+ALARM_METRIC_USD_PER_MONTH = 0.10  # a standard-resolution alarm, per metric it reads
+WEB_ACL_USD_PER_MONTH = 5.00
+WEB_ACL_RULE_USD_PER_MONTH = 1.00
+SECRET_USD_PER_MONTH = 0.40
+REALIZER_IMAGE_GB = 12  # vLLM base, CUDA and the weights
+ECR_USD_PER_GB_MONTH = 0.10
+SQS_MAPPING_USD_PER_MONTH = 0.26  # Lambda's pollers on an SQS queue: 5 x 3 requests a minute x $0.40/million
+PAGES_WAF_TEMPLATE = ROOT / "ops" / "pages-waf.yaml"
+"""The web ACL many desks share (PagesWebAclArn): one stack, counted once for a fleet."""
 
 
 class FleetError(Exception):
@@ -737,6 +755,113 @@ def read_config(template: Mapping[str, Any], overrides: Mapping[str, str] | None
     )
 
 
+# --- the cost at rest, from the template's shape ------------------------------------------------------
+
+SHARED_QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:realizer-RealizeQueue-0"
+"""SharedRealizerQueueArn for the desks on a shared realizer (`--shared-realizer`): the realizer's stack's
+RealizeQueueArn, as DEPLOY.md's "One realizer for many desks" deploys them."""
+
+
+@dataclass(frozen=True)
+class RestCost:
+    """One stack's (or the shared web ACL's) cost a month at rest: no traffic, no task, no GPU."""
+
+    items: Mapping[str, float]
+    alarm_metrics: int = 0
+    snapshots: int = 0
+
+    @property
+    def total(self) -> float:
+        return sum(self.items.values())
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{name} ${value:.2f}" for name, value in self.items.items() if value)
+        return f"${self.total:.2f} a month ({parts or 'nothing'})"
+
+
+def at_rest(template: Mapping[str, Any], overrides: Mapping[str, str] | None = None) -> RestCost:
+    """What a stack of `template` deployed with these parameters costs a month at rest, from the pieces
+    its conditions give it (docs/DEPLOY.md's "At rest", whose table is the default shape): each function's
+    SnapStart snapshot, each alarm metric (target tracking's two alarms included), each web ACL and its
+    rules, each secret, the realizer's image (where the stack runs a task definition), Lambda's pollers on
+    each SQS queue it maps. Not counted: DynamoDB's few MB, the first three dashboards (free), Container
+    Insights (published while a task runs, not at rest)."""
+    given = dict(overrides or {})
+    parameters = template.get("Parameters") or {}
+    if "RealizerImageDigest" in parameters and "SharedRealizerQueueArn" not in given:
+        given.setdefault("RealizerImageDigest", FAKE_IMAGE_DIGEST)
+    resolver = Resolver(template, given)
+    resources: Mapping[str, Any] = template.get("Resources") or {}
+
+    def deployed(kind: str) -> list[Mapping[str, Any]]:
+        return [
+            res.get("Properties") or {}
+            for res in _of_type(resources, kind).values()
+            if "Condition" not in res or resolver.condition(str(res["Condition"]))
+        ]
+
+    defaults = (template.get("Globals") or {}).get("Function") or {}
+    snapshot_gb, snapshots = 0.0, 0
+    for properties in deployed("AWS::Serverless::Function"):
+        snap = resolver.resolve(properties.get("SnapStart", defaults.get("SnapStart")) or {})
+        if isinstance(snap, Mapping) and snap.get("ApplyOn") == "PublishedVersions":
+            memory = resolver.resolve(properties.get("MemorySize", defaults.get("MemorySize", 128)))
+            snapshot_gb += _number(memory, "MemorySize") / 1024
+            snapshots += 1
+    metrics = 0
+    for properties in deployed("AWS::CloudWatch::Alarm"):
+        metrics += 1 if "MetricName" in properties else sum("MetricStat" in e for e in properties.get("Metrics") or [])
+    for properties in deployed("AWS::ApplicationAutoScaling::ScalingPolicy"):
+        tracking = properties.get("TargetTrackingScalingPolicyConfiguration")
+        if tracking:  # Application Auto Scaling makes a high and a low alarm on the policy's metrics
+            custom = tracking.get("CustomizedMetricSpecification") or {}
+            metrics += 2 * (sum("MetricStat" in e for e in custom.get("Metrics") or []) or 1)
+    acls = deployed("AWS::WAFv2::WebACL")
+    queues = set(_of_type(resources, "AWS::SQS::Queue"))
+    sources = [resolver.resolve(p.get("EventSourceArn")) for p in deployed("AWS::Lambda::EventSourceMapping")]
+    items = {
+        "SnapStart cache": snapshot_gb * SECONDS_PER_MONTH * SNAPSTART_CACHE_USD_PER_GB_SECOND,
+        "web ACL": sum(
+            WEB_ACL_USD_PER_MONTH + WEB_ACL_RULE_USD_PER_MONTH * len(acl.get("Rules") or []) for acl in acls
+        ),
+        "alarms": metrics * ALARM_METRIC_USD_PER_MONTH,
+        "image": REALIZER_IMAGE_GB * ECR_USD_PER_GB_MONTH if deployed("AWS::ECS::TaskDefinition") else 0.0,
+        "secrets": len(deployed("AWS::SecretsManager::Secret")) * SECRET_USD_PER_MONTH,
+        "SQS polling": SQS_MAPPING_USD_PER_MONTH
+        * sum(1 for source in sources if isinstance(source, Symbol) and source.resource in queues),
+    }
+    return RestCost(items={name: round(value, 2) for name, value in items.items()}, alarm_metrics=metrics,
+                    snapshots=snapshots)  # fmt: skip
+
+
+def desk_on_shared_realizer(template: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[str, str]:
+    """A desk stack's parameters on another stack's realizer, the rest as given (DEPLOY.md: its
+    RealizerImageDigest empty, SharedRealizerQueueArn the realizer's queue)."""
+    if "SharedRealizerQueueArn" not in (template.get("Parameters") or {}):
+        raise FleetError("this template has no SharedRealizerQueueArn: its desks cannot share a realizer")
+    kept = {k: v for k, v in overrides.items() if k not in ("RealizerImageDigest", "SharedRealizerReplyQueueArns")}
+    return {**kept, "RealizerImageDigest": "", "SharedRealizerQueueArn": SHARED_QUEUE_ARN}
+
+
+def fleet_at_rest(
+    template: Mapping[str, Any], overrides: Mapping[str, str], desks: int, *, shared_realizer: bool
+) -> list[tuple[str, int, RestCost]]:
+    """The stacks of `desks` desks at rest: (what, how many, each one's cost). Each desk its own stack and
+    realizer; or, on a shared realizer, the realizer's stack (a desk itself) and desks - 1 stacks on it;
+    and a web ACL given as PagesWebAclArn (ops/pages-waf.yaml's) counted once, however many share it."""
+    if shared_realizer:
+        stacks = [("the realizer's desk stack", 1, at_rest(template, overrides))]
+        if desks > 1:
+            stacks.append(
+                ("a desk stack on it", desks - 1, at_rest(template, desk_on_shared_realizer(template, overrides)))
+            )
+    else:
+        stacks = [("a desk stack with its realizer", desks, at_rest(template, overrides))]
+    if overrides.get("PagesWebAclArn") and PAGES_WAF_TEMPLATE.is_file():
+        stacks.append(("the web ACL they share (ops/pages-waf.yaml)", 1, at_rest(load_template(PAGES_WAF_TEMPLATE))))
+    return stacks
+
+
 # --- metric math --------------------------------------------------------------------------------------
 
 Value = float | None
@@ -902,9 +1027,9 @@ class Timings:
     job_s: Range = (2.0, 3.0)  # a warm worker words a batch ("2-3 s")
     replies_per_s: float = 5.0  # a full batch's pace (DEPLOY.md: "at 5 generated replies a second")
     max_batch_wait_s: float = 2.0  # the worker's batch window (REALIZER_MAX_BATCH_WAIT_SECONDS)
-    fill_wait_s: float = 1.0  # its top-up receives' wait
+    fill_wait_s: float = float(FILL_WAIT_SECONDS)  # its top-up receives' wait: the worker's own (0, a short poll)
     batch_size: int = 32  # REALIZER_BATCH_SIZE
-    dispatch_s: float = 1.0  # a turn's stream record to its job on the queue (and the wake call)
+    dispatch_s: float = 1.0  # assumed: a turn's stream record to its job on the queue (and the wake call)
     screen_s: float = 0.5  # a realized reply screened and stored
     empty_instance_s: float = 900.0  # the capacity provider ends an instance empty this long
     queue_inactive_s: float = 6 * HOUR  # SQS stops publishing an untouched queue's metrics
@@ -918,8 +1043,11 @@ class Timings:
 
         return (
             f"instance launch {span(self.launch_s)}, agent and placement {span(self.register_s)}, image pull "
-            f"{span(self.pull_s)}, model load {span(self.load_s)} (DEPLOY.md); a batch {self.job_s[0]:g}-"
-            f"{self.job_s[1]:g} s, {self.replies_per_s:g} replies/s at full use; empty instance ended after "
+            f"{span(self.pull_s)}, model load {span(self.load_s)} (DEPLOY.md); a turn to its job on the queue "
+            f"{self.dispatch_s:g} s (assumed: the table's stream and the dispatch function); the worker's batch "
+            f"window {self.max_batch_wait_s:g} s, its top-up receives waiting {self.fill_wait_s:g} s "
+            f"(realizer.worker), a batch {self.job_s[0]:g}-{self.job_s[1]:g} s, {self.replies_per_s:g} replies/s "
+            f"at full use; a reply screened and stored in {self.screen_s:g} s; empty instance ended after "
             f"{self.empty_instance_s / 60:g} min; queue metrics resume up to {self.metrics_resume_s[1] / 60:g} min "
             f"after an idle 6 h; a replaced task restarted after {self.restart_s:g} s"
         )
@@ -1708,6 +1836,7 @@ class FleetResult:
     switched_off: int = 0  # times an alarm turned the off switch
     gpu_hours_most_in_a_day: float = 0.0  # the most GPU instance hours of one calendar day
     cold_turns: int = 0  # generated turns that found the realizer cold (their fallback in seconds)
+    at_rest_usd: float = 0.0  # the stacks' cost at rest over the run's days (fleet_at_rest), in cost_usd
 
     def record(self) -> dict[str, Any]:
         """The JSON object: exactly FIELDS."""
@@ -1756,7 +1885,9 @@ def simulate(
         raise FleetError(f"choose a scenario of {', '.join(SCENARIOS)}")
     if desks < 1 or days < 1:
         raise FleetError("give at least one desk and one day")
-    config = read_config(template if template is not None else load_template(), parameters)
+    template = template if template is not None else load_template()
+    config = read_config(template, parameters)
+    rest = fleet_at_rest(template, dict(parameters or {}), desks, shared_realizer=shared_realizer)
     timings = timings or Timings()
     traffic = traffic or pack_traffic()
     # Desks on a shared realizer make no wake call of their own (the template names no service to them).
@@ -1802,11 +1933,19 @@ def simulate(
                     offset = 0.0 if index < config.turn_burst else (index - config.turn_burst) / config.turn_rate_per_s
                     sim.add_turn(start + offset, -1, True)
         runs.append(sim.simulate(end + 2 * config.reply_deadline_s + timings.screen_s))
-    return _figures(scenario, desks, days, runs, traffic, kind, end)
+    at_rest_usd = sum(count * cost.total for _, count, cost in rest) * days / DAYS_PER_MONTH
+    return _figures(scenario, desks, days, runs, traffic, kind, end, at_rest_usd)
 
 
 def _figures(
-    scenario: str, desks: int, days: int, runs: Sequence[RealizerRun], traffic: Traffic, kind: str, end: float
+    scenario: str,
+    desks: int,
+    days: int,
+    runs: Sequence[RealizerRun],
+    traffic: Traffic,
+    kind: str,
+    end: float,
+    at_rest_usd: float,
 ) -> FleetResult:
     generated = [turn for run in runs for turn in run.turns if turn.generated and turn.at < end]
     worded = [turn for turn in generated if turn.worded_at is not None]
@@ -1846,9 +1985,7 @@ def _figures(
             outside_hours += max(0.0, stop - start - overlap) / HOUR
     all_turns = sum(1 for run in runs for turn in run.turns if turn.at < end)
     price = GPU_PRICES_USD_PER_HOUR[kind] + GPU_EXTRAS_USD_PER_HOUR
-    cost = (
-        gpu_hours * price + all_turns * SERVERLESS_USD_PER_TURN + desks * AT_REST_USD_PER_MONTH * days / DAYS_PER_MONTH
-    )
+    cost = gpu_hours * price + all_turns * SERVERLESS_USD_PER_TURN + at_rest_usd
     return FleetResult(
         scenario=scenario,
         desks=desks,
@@ -1886,6 +2023,7 @@ def _figures(
             1,
         ),
         cold_turns=sum(1 for turn in generated if turn.cold),
+        at_rest_usd=round(at_rest_usd, 2),
     )
 
 
@@ -2060,7 +2198,11 @@ def run_command(
         f"{traffic.abuse_interval_s / 60:g} min around the clock and a daily {traffic.burst_s:g} s burst at the turn "
         f"route's {config.turn_rate_per_s:g}/s (burst {config.turn_burst})",
         f"  cost: {kind} at ${GPU_PRICES_USD_PER_HOUR[kind]}/h + ${GPU_EXTRAS_USD_PER_HOUR}/h volume and address "
-        f"(us-east-1 on-demand, 2025), serverless ${SERVERLESS_USD_PER_TURN * 1000:g} per 1,000 turns and "
-        f"${AT_REST_USD_PER_MONTH:g} a desk stack a month at rest (docs/DEPLOY.md)",
+        f"(us-east-1 on-demand, 2025), serverless ${SERVERLESS_USD_PER_TURN * 1000:g} per 1,000 turns, and at rest "
+        "(docs/DEPLOY.md's prices, for the pieces the template gives each stack with these parameters):",
+        *(
+            f"    {what}{f' (x{count})' if count > 1 else ''}: {cost.describe()}"
+            for what, count, cost in fleet_at_rest(template, overrides, desks, shared_realizer=shared_realizer)
+        ),
     ]
     return "\n".join(lines)

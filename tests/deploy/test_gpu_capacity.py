@@ -287,11 +287,17 @@ def test_desk_hours_start_early_enough_for_a_cold_start(template: dict[str, Any]
 
 
 def test_gpu_hours_are_alarmed_after_a_desk_day(template: dict[str, Any]) -> None:
-    """More GPU instances than the minimum, in service through each of the last N clock hours, tells the
-    topic. N is a parameter whose default is above a desk day, and whose range fits an alarm's window."""
+    """More GPU instances than the minimum, in service through each 5-minute period of the last N hours
+    less 30 minutes, tells the topic and turns the off switch, so a run bills N hours at most, its launch
+    and its instance's 15-minute end included (issue 42: within 12 hours a day; hour-long periods let it
+    run 13.2). N is a parameter whose default is above a desk day, and whose range fits an alarm's window."""
     hours = template["Parameters"]["GpuHoursAlarmHours"]
     assert hours["Type"] == "Number" and hours["MinValue"] >= 1
-    assert hours["MaxValue"] * 3600 <= 24 * 3600  # EvaluationPeriods x Period stays within a day
+    periods = template["Mappings"]["GpuHoursAlarmPeriods"]
+    assert set(periods) == {str(n) for n in range(hours["MinValue"], hours["MaxValue"] + 1)}
+    for n, row in periods.items():
+        assert row["Periods"] * 300 == int(n) * 3600 - 30 * 60  # 30 minutes for the launch and the end
+        assert row["Periods"] * 300 <= 24 * 3600  # EvaluationPeriods x Period stays within a day
     # The example desk (08:00-18:00), its 30-minute early start and an hour of wind-down: the full clock
     # hours it holds a GPU are fewer than the default.
     assert hours["Default"] > 10 + 0.5 + 1
@@ -301,8 +307,9 @@ def test_gpu_hours_are_alarmed_after_a_desk_day(template: dict[str, Any]) -> Non
     _, group = only_resource(template, "AWS::AutoScaling::AutoScalingGroup")
     collected = {metric for entry in group["MetricsCollection"] for metric in entry["Metrics"]}
     assert "GroupInServiceInstances" in collected
-    assert (gpu["Statistic"], gpu["Period"]) == ("Minimum", 3600)
-    assert gpu["EvaluationPeriods"] == gpu["DatapointsToAlarm"] == {"Ref": "GpuHoursAlarmHours"}
+    assert (gpu["Statistic"], gpu["Period"]) == ("Minimum", 300)
+    in_periods = {"Fn::FindInMap": ["GpuHoursAlarmPeriods", {"Ref": "GpuHoursAlarmHours"}, "Periods"]}
+    assert gpu["EvaluationPeriods"] == gpu["DatapointsToAlarm"] == in_periods
     assert (gpu["ComparisonOperator"], gpu["Threshold"]) == ("GreaterThanThreshold", {"Ref": "RealizerMinTasks"})
     assert gpu["TreatMissingData"] == "notBreaching"
     assert referenced_id(gpu["AlarmActions"][0]) == referenced_id(gpu["OKActions"][0]) == "AlarmTopic"

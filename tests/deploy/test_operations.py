@@ -310,8 +310,12 @@ def dashboard_widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_dashboard_shows_what_an_operator_needs_from_metrics_that_exist(template: dict[str, Any]) -> None:
     widgets = dashboard_widgets(template)
     titles = " / ".join(widget["properties"]["title"].lower() for widget in widgets)
-    for words in ("turns by action", "fallback and held", "queues", "latency", "gpu tasks and instances", "staff"):
+    for words in ("turns by action", "fallback and held", "queues", "latency", "gpu tasks and instances", "staff",
+                  "off switch"):  # fmt: skip
         assert words in titles, words
+    switch = next(w for w in widgets if "off switch" in w["properties"]["title"].lower())
+    charted = {row[1] for row in switch["properties"]["metrics"] if not isinstance(row[0], dict)}
+    assert {"RealizerSwitchedOff", "RealizerOff", "RealizerWoken"} <= charted  # an alarm's stop, its turns, a wake
     known = {
         **KNOWN_METRICS,
         DESK_NAMESPACE: KNOWN_METRICS[DESK_NAMESPACE]
@@ -337,10 +341,15 @@ def test_every_metric_any_alarm_or_policy_names_exists(template: dict[str, Any])
 
 
 def test_every_function_starts_from_a_snapshot(template: dict[str, Any]) -> None:
+    """SnapStart on by default; `SnapStart` off (many desk stacks, issue 42: the snapshots are most of a
+    stack's cost at rest) takes none, and keeps the versions and the live alias every wiring names."""
+    parameter = template["Parameters"]["SnapStart"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == ("on", ["on", "off"])
+    assert template["Conditions"]["SnapStartOn"] == {"Fn::Equals": [{"Ref": "SnapStart"}, "on"]}
     for name in FUNCTIONS:
         properties = function_properties(template, name)
         assert properties["Runtime"] == "python3.12"
-        assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}, name
+        assert properties["SnapStart"] == {"ApplyOn": {"Fn::If": ["SnapStartOn", "PublishedVersions", "None"]}}, name
         assert properties["AutoPublishAlias"] == "live", name
         # A new layer alone must publish a new version (and snapshot), not leave the alias on the old one.
         assert properties["AutoPublishAliasAllProperties"] is True, name

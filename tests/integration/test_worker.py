@@ -213,6 +213,23 @@ def test_batch_window_closes_before_the_batch_is_full(sqs: Any, pack: DomainPack
     assert [len(batch) for batch in engine.batches] == [10]
 
 
+def test_a_lone_job_is_worded_at_once_its_top_up_a_short_poll(sqs: Any, pack: DomainPack) -> None:
+    """Issue 42's 5 s p95: as deployed (a 20 s long poll, a 2 s batch window), a job that arrives alone
+    is not held back by the top-up receive, which is a short poll (WaitTimeSeconds 0): an empty queue
+    answers at once. A 1 s top-up wait held every lone job a second (devstack.fleet models this)."""
+    queues = make_queues(sqs)
+    send_jobs(sqs, queues.realize, [make_job(pack)])
+    receives = record_calls(sqs, "ReceiveMessage")
+    engine = FakeEngine()
+    worker = make_worker(sqs, queues, engine, wait_seconds=20, max_batch_wait_seconds=2.0)
+
+    started = time.monotonic()
+    assert worker.poll_once() == 1
+    assert time.monotonic() - started < 0.8
+    assert [call["WaitTimeSeconds"] for call in receives] == [20, 0]
+    assert [len(batch) for batch in engine.batches] == [1]
+
+
 def test_only_answered_messages_are_deleted(sqs: Any, pack: DomainPack, monkeypatch: pytest.MonkeyPatch) -> None:
     queues = make_queues(sqs)
     jobs = [make_job(pack) for _ in range(3)]

@@ -11,22 +11,31 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devstack.__main__ import main
 from devstack.fleet import (
+    DAYS_PER_MONTH,
     FIELDS,
     SCENARIOS,
     Expression,
     FleetError,
+    Timings,
     WakeCall,
+    at_rest,
+    desk_on_shared_realizer,
+    fleet_at_rest,
     load_template,
     parse_cron,
     read_config,
     simulate,
 )
+from realizer.worker import FILL_WAIT_SECONDS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DAYS = 3  # Monday to Wednesday: three desk days, about a second a run
 
@@ -286,13 +295,21 @@ def test_with_desk_hours_a_stranger_adds_no_gpu_hour_outside_them(template: dict
 
 def test_without_desk_hours_the_gpu_hours_alarm_turns_the_off_switch(template: dict[str, Any]) -> None:
     """The abuse profile without a schedule: the stranger keeps a GPU up until GpuHoursAlarm's ALARM turns
-    the off switch, which then holds until an operator turns it on: GpuHoursAlarmHours of full clock hours
-    and the partial first one at most, once."""
+    the off switch, which then holds until an operator turns it on: at most GpuHoursAlarmHours (12, issue
+    42's cap) of GPU, its launch and the instance's 15-minute end included, once. The alarm reads 5-minute
+    periods of GpuHoursAlarmHours less 30 minutes; with hour-long periods of GpuHoursAlarmHours, as it
+    was, the partial first hour and the instance's end ran it to 13.2 hours."""
     hours = int(template["Parameters"]["GpuHoursAlarmHours"]["Default"])
+    assert hours == 12
     result = simulate("abuse", days=3, seed=7, template=template)
     assert result.switched_off == 1
-    assert result.gpu_hours_most_in_a_day <= hours + 1.5
-    assert result.gpu_hours <= hours + 1.5  # off after the first day: no operator turned it on
+    assert result.gpu_hours_most_in_a_day <= hours
+    assert result.gpu_hours <= hours  # off after the first day: no operator turned it on
+    hourly = copy.deepcopy(template)
+    alarm = hourly["Resources"]["GpuHoursAlarm"]["Properties"]
+    alarm["Period"] = 3600
+    alarm["EvaluationPeriods"] = alarm["DatapointsToAlarm"] = {"Ref": "GpuHoursAlarmHours"}
+    assert simulate("abuse", days=3, seed=7, template=hourly).gpu_hours > hours
 
 
 def test_a_task_that_never_becomes_healthy_is_stopped_within_a_bound_with_one_alarm(template: dict[str, Any]) -> None:
@@ -304,14 +321,19 @@ def test_a_task_that_never_becomes_healthy_is_stopped_within_a_bound_with_one_al
     assert result.alarm_mails <= 2
 
 
-def test_once_warm_a_worded_reply_comes_in_seconds(template: dict[str, Any]) -> None:
-    """Issue 42 asks for a p95 of at most 5 s once warm. The simulation's p50 is 5 s and its p95 about 5.6 s:
-    the second assumed from the turn to its job on the queue, the worker's 1 s top-up receive, its 2-3 s
-    batch and the half second to screen and store. The template sets none of these; README says so."""
+def test_once_warm_a_worded_reply_comes_within_five_seconds_at_p95(template: dict[str, Any]) -> None:
+    """Issue 42 asks for a p95 of at most 5 s once warm: the second assumed from the turn to its job on the
+    queue, a 2-3 s batch, the half second to screen and store, and a wait for a batch in hand. The worker's
+    top-up receives are short polls (realizer.worker.FILL_WAIT_SECONDS, 0), and the model takes the worker's
+    own value; with the 1 s top-up wait the worker had, p95 was about 5.7 s."""
+    assert FILL_WAIT_SECONDS == 0 and Timings().fill_wait_s == FILL_WAIT_SECONDS
     warm = simulate("desk", days=2, seed=7, template=template, parameters={"RealizerMinTasks": "1"})
     assert warm.worded_share == 1.0
-    assert warm.wait_p50_s is not None and warm.wait_p50_s <= 5.0
-    assert warm.wait_p95_s is not None and warm.wait_p95_s <= 6.0
+    assert warm.wait_p50_s is not None and warm.wait_p50_s <= 4.5
+    assert warm.wait_p95_s is not None and warm.wait_p95_s <= 5.0
+    waiting = simulate("desk", days=2, seed=7, template=template, parameters={"RealizerMinTasks": "1"},
+                       timings=Timings(fill_wait_s=1.0))  # fmt: skip
+    assert waiting.wait_p95_s is not None and waiting.wait_p95_s > 5.0
 
 
 def test_desk_hours_come_from_the_packs_hours_half_an_hour_early() -> None:
@@ -345,3 +367,64 @@ def test_desks_on_a_shared_realizer_sum_their_work_on_one_service_and_make_no_wa
     assert shared.cost_per_worded_reply_usd is not None and own.cost_per_worded_reply_usd is not None
     assert shared.cost_per_worded_reply_usd < own.cost_per_worded_reply_usd
     assert WakeCall.none().calls is False and WakeCall.today().calls is True
+
+
+# --- issue 42, item 3: what a desk costs at rest, from the template's shape --------------------------------
+
+ACL = {"PagesWebAclArn": "arn:aws:wafv2:us-east-1:123456789012:global/webacl/desks/0"}
+"""One web ACL many desks share (ops/pages-waf.yaml's), as DEPLOY.md's "At rest" says."""
+
+
+def test_deploy_md_at_rest_table_is_the_templates_default_shape(template: dict[str, Any]) -> None:
+    """One source: docs/DEPLOY.md's "At rest" table and the simulation's cost at rest are the same items,
+    counted from the template (44 alarm metrics, 6 snapshots, one web ACL of 6 rules, ...)."""
+    cost = at_rest(template)
+    guide = (ROOT / "docs" / "DEPLOY.md").read_text()
+    table = guide.split("### At rest", 1)[1].split("### Per thousand turns", 1)[0]
+    rows = {
+        cells[0]: cells[-1] for line in table.splitlines() if (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    names = {"SnapStart cache": "SnapStart cache", "web ACL": "WAF web ACL", "alarms": "CloudWatch alarms",
+             "image": "ECR image", "secrets": "Secrets Manager", "SQS polling": "SQS"}  # fmt: skip
+    for item, row in names.items():
+        assert rows[row] == f"${cost.items[item]:.2f}", row
+    assert f"= {cost.alarm_metrics} alarm metrics" in table and cost.alarm_metrics == 44
+    assert f"{cost.snapshots} functions \N{MULTIPLICATION SIGN} 0.5 GB" in table
+    assert f"about **${round(cost.total)} a month**" in table
+
+
+def test_a_desk_on_a_shared_realizer_drops_its_realizer_pieces_and_snapstart_off_its_snapshots(
+    template: dict[str, Any],
+) -> None:
+    """The levers of issue 42's 100 desks at 1/20 of one desk's cost per reply: a desk on a shared realizer
+    has no realizer alarms and no image; one web ACL shared as PagesWebAclArn makes none; SnapStart off
+    takes no snapshot. Each is the template's, resolved with the parameters."""
+    own = at_rest(template)
+    desk = at_rest(template, desk_on_shared_realizer(template, {}))
+    assert desk.items["image"] == 0 and own.items["image"] > 0
+    assert desk.alarm_metrics == own.alarm_metrics - 13
+    assert at_rest(template, ACL).items["web ACL"] == 0 and own.items["web ACL"] > 0
+    off = at_rest(template, {"SnapStart": "off"})
+    assert off.items["SnapStart cache"] == 0 and off.snapshots == 0 and own.snapshots == 6
+    cheapest = at_rest(template, desk_on_shared_realizer(template, {"SnapStart": "off", **ACL}))
+    assert cheapest.total < 4.0
+    stacks = fleet_at_rest(template, {"SnapStart": "off", **ACL}, 100, shared_realizer=True)
+    assert [(count, cost.total) for _, count, cost in stacks][1:] == [(99, cheapest.total), (1, 11.0)]
+
+
+def test_a_hundred_desks_on_one_realizer_cost_a_twentieth_a_worded_reply(template: dict[str, Any]) -> None:
+    """Issue 42's goal, on a desk day: 100 desks on one realizer, each with SnapStart off and the shared web
+    ACL, pay at most 1/20 of one desk alone (its own realizer, the template's defaults) a worded reply;
+    with each stack's own web ACL and snapshots, the same day's GPU and turns, they would not: the rest
+    cost dominates."""
+    alone = simulate("desk", days=1, seed=7, template=template, parameters=DESK_HOURS)
+    cheapest = {**DESK_HOURS, "SnapStart": "off", **ACL}
+    many = simulate("desk", desks=100, days=1, seed=7, template=template, parameters=cheapest,
+                    shared_realizer=True)  # fmt: skip
+    assert alone.cost_per_worded_reply_usd is not None and many.cost_per_worded_reply_usd is not None
+    assert many.worded_share_in_desk_hours >= 0.99
+    assert many.cost_per_worded_reply_usd <= alone.cost_per_worded_reply_usd / 20
+    default_rest = sum(n * cost.total for _, n, cost in fleet_at_rest(template, DESK_HOURS, 100, shared_realizer=True))
+    own_pieces = many.cost_usd - many.at_rest_usd + default_rest / DAYS_PER_MONTH
+    worded = many.worded_share * many.generated_turns
+    assert own_pieces / worded > alone.cost_per_worded_reply_usd / 20
