@@ -55,7 +55,7 @@ from dialogue.actions import Action
 from dialogue.normalize import normalize
 from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, ScreenRule, Topic, UnderstandingProfile
 from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
-from dialogue.pack.lexicon import allowed_edits, misspells
+from dialogue.pack.lexicon import allowed_edits, misspells, within
 from dialogue.pack.schema import StatementRules
 from dialogue.similarity import STOP_WORDS, WORD, Match
 
@@ -286,12 +286,6 @@ class _Scope:
         return self.marker_ends[index] if index >= 0 else None
 
 
-def find_mentions(text: str, pack: DomainPack) -> list[Mention]:
-    """Every slot-rule match in the normalized `text`, in text order, negation applied."""
-    normalized = normalize(text)
-    return _mentions(normalized, pack, _Scope(normalized, pack.compiled, _window(pack)))
-
-
 def _window(pack: DomainPack) -> int:
     return pack.spec.understanding.negation.window_words
 
@@ -326,15 +320,6 @@ def _settle(mentions: list[Mention], scope: _Scope) -> str | None:
     return values.pop() if len(values) == 1 else None
 
 
-def extract_slot_updates(text: str, pack: DomainPack) -> dict[str, str]:
-    """Per slot, the value its mentions agree on; slots with no such value are absent."""
-    return _extract(normalize(text), pack)
-
-
-def _extract(text: str, pack: DomainPack) -> dict[str, str]:
-    return _read_slots(text, pack)[0]
-
-
 def _read_slots(text: str, pack: DomainPack) -> tuple[dict[str, str], bool, bool]:
     """The slot updates; whether the text mentions a value of a slot the policy asks for (agreeing
     or not): a question that does is about the frame. A remembered-only slot ("last night", "my kid")
@@ -367,11 +352,14 @@ def _slots(
     *,
     follow_rules: bool = False,
     short: bool = False,
+    answering: str | None = None,
 ) -> _Slots:
     """Per slot, the value its mentions agree on. `words_for` names the slots whose values' own words
     also count this turn ("the X one", a misspelt name), and with `follow_rules` so does every slot a rule
-    mentions (every slot, in a `short` turn a rule placed on the frame); a mention inside `skip` (a bare yes
-    or no read as an answer) does not count."""
+    mentions (every slot, in a `short` turn a rule placed on the frame), and a misspelling of a long word a
+    rule reads anywhere ("i wnt 2 do forkift"); a mention inside `skip` (a bare yes or no read as an answer)
+    does not count. `answering` is the slot just asked: its values' words are read through a typo of four
+    letters too ("emal", "phon")."""
     mentions = [m for m in _mentions(text, pack, scope) if not (skip[0] <= m.start and m.end <= skip[1])]
     ruled = frozenset(mention.slot for mention in mentions) if follow_rules else frozenset()
     if ruled and short:  # a short turn a rule placed on the frame names its other values in its own words too
@@ -380,7 +368,11 @@ def _slots(
     # even negated ("not the X one, the Y one"); elsewhere the rules' own wording (and exceptions) decide.
     chosen = words_for | ruled
     if chosen:
-        found = _word_mentions(text, pack, scope, chosen, mentions)
+        found = _word_mentions(text, pack, scope, chosen, mentions, answering)
+        mentions = sorted([*mentions, *found], key=lambda m: m.start)
+    if follow_rules:  # a rule reads these words anywhere: so their misspellings count anywhere too
+        rest = frozenset(pack.value_words) - chosen
+        found = _word_mentions(text, pack, scope, rest, mentions, misspelt_ruled_only=True)
         mentions = sorted([*mentions, *found], key=lambda m: m.start)
     updates: dict[str, str] = {}
     for slot in pack.frame.slot_names:
@@ -396,34 +388,54 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 
 
 def _word_mentions(
-    text: str, pack: DomainPack, scope: _Scope, slots: frozenset[str], taken: list[Mention]
+    text: str,
+    pack: DomainPack,
+    scope: _Scope,
+    slots: frozenset[str],
+    taken: list[Mention],
+    answering: str | None = None,
+    *,
+    misspelt_ruled_only: bool = False,
 ) -> list[Mention]:
     """Mentions of the values of `slots` by the words of their own names (`dialogue.pack.lexicon`), or by
     those words misspelt by a letter or two ("forklfit", "emial"), but not inflected ("messages" is no
     misspelt "message"). None where a rule of the slot already read that text or a benign exception its
-    rules yield to covers it."""
+    rules yield to covers it. For the slot `answering`, a four-letter token one letter short of a value's
+    five-letter word counts ("emal", "phon"). With `misspelt_ruled_only`, only misspellings of the
+    words of `LONG_WORD` letters or more that a rule of the slot reads alone count."""
     found: list[Mention] = []
-    lexicon = pack.value_words
     # The benign exceptions the slot's rules yield to hold for its values' words too ("dan's address").
     yields = {slot: tuple(name for rule, _ in pack.compiled.slot_rules if rule.slot == slot for name in rule.unless)
               for slot in slots}  # fmt: skip
     ruled = pack.value_words_ruled
+    lexicon: dict[str, Mapping[str, str]] = {slot: pack.value_words.get(slot, {}) for slot in slots}
+    if misspelt_ruled_only:
+        lexicon = {
+            slot: {word: v for word, v in words.items() if word in ruled[slot] and len(word) >= LONG_WORD}
+            for slot, words in lexicon.items()
+        }
+    starts = {word[0] for words in lexicon.values() for word in words}  # a misspelling keeps its first letter
     for match in _LETTERS.finditer(text):
         token, start, end = match.group(), match.start(), match.end()
+        if misspelt_ruled_only and (len(token) < LONG_WORD - 1 or token[0] not in starts):
+            continue
         for slot in slots:
             if token in ruled.get(slot, ()):
                 continue  # a rule reads this word alone and did not here ("living room", "credit card")
-            words = lexicon.get(slot)
+            words = lexicon[slot]
             if not words or any(m.slot == slot and m.start < end and start < m.end for m in taken):
                 continue
             if scope.excepted(yields[slot], start, end):
                 continue
-            value = words.get(token)
+            value = None if misspelt_ruled_only else words.get(token)
             if value is None:
                 near = {
                     v
                     for word, v in words.items()
-                    if misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
+                    if (
+                        misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
+                        or (slot == answering and _short_typo(token, word))
+                    )
                     and not _inflected(token, word)
                 }
                 value = near.pop() if len(near) == 1 else None
@@ -431,6 +443,11 @@ def _word_mentions(
                 negated = scope.negates(start, end)
                 found.append(Mention(slot, None if negated else value, start, end, negated))
     return found
+
+
+def _short_typo(token: str, word: str) -> bool:
+    """A four-letter `token` that is a five-letter `word` one letter short, its first letter kept."""
+    return len(token) == 4 and len(word) == 5 and token[0] == word[0] and within(token, word, 1)
 
 
 def understand(text: str, pack: DomainPack, asked: str | None = None) -> Understanding:
@@ -588,7 +605,8 @@ def _read_at_desk(
 
     scope = _Scope(text, compiled, _window(pack))
     on_a_topic = question and (rule_topic is not None or model_topic is not None)
-    correction = compiled.correction_marker.search(text) is not None
+    # "its right sorry" says yes to what the desk asked; it corrects nothing.
+    correction = compiled.correction_marker.search(text) is not None and answer != "yes"
     framed = compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None
     score = found.score if found is not None else 0.0
     off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
@@ -601,7 +619,9 @@ def _read_at_desk(
     words_for = frozenset(pack.value_words) if frame_words else frozenset()
     if asked_slot is not None and not on_a_topic:
         words_for |= {asked_slot} & set(pack.value_words)
-    slots = _slots(text, pack, scope, words_for, skip, follow_rules=True, short=short and not on_a_topic)
+    slots = _slots(
+        text, pack, scope, words_for, skip, follow_rules=True, short=short and not on_a_topic, answering=asked_slot
+    )
     updates = dict(slots.updates)
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
         assert asked_slot is not None
