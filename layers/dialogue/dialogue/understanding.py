@@ -408,13 +408,12 @@ def _word_mentions(
     yields = {slot: tuple(name for rule, _ in pack.compiled.slot_rules if rule.slot == slot for name in rule.unless)
               for slot in slots}  # fmt: skip
     ruled = pack.value_words_ruled
-    lexicon: dict[str, Mapping[str, str]] = {slot: pack.value_words.get(slot, {}) for slot in slots}
+    lexicon: Mapping[str, Mapping[str, str]] = pack.value_words
+    starts: set[str] = set()
     if misspelt_ruled_only:
-        lexicon = {
-            slot: {word: v for word, v in words.items() if word in ruled[slot] and len(word) >= LONG_WORD}
-            for slot, words in lexicon.items()
-        }
-    starts = {word[0] for words in lexicon.values() for word in words}  # a misspelling keeps its first letter
+        long_ruled = {slot: {word for word in ruled[slot] if len(word) >= LONG_WORD} for slot in slots}
+        lexicon = {slot: {word: lexicon[slot][word] for word in long_ruled[slot]} for slot in slots}
+        starts = {word[0] for words in lexicon.values() for word in words}  # a misspelling keeps its first letter
     for match in _LETTERS.finditer(text):
         token, start, end = match.group(), match.start(), match.end()
         if misspelt_ruled_only and (len(token) < LONG_WORD - 1 or token[0] not in starts):
@@ -422,7 +421,7 @@ def _word_mentions(
         for slot in slots:
             if token in ruled.get(slot, ()):
                 continue  # a rule reads this word alone and did not here ("living room", "credit card")
-            words = lexicon[slot]
+            words = lexicon.get(slot)
             if not words or any(m.slot == slot and m.start < end and start < m.end for m in taken):
                 continue
             if scope.excepted(yields[slot], start, end):
