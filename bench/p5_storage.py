@@ -233,7 +233,9 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     from dialogue.aws.table import partition_key, turn_sort_key
     from dialogue.conversation import new_conversation
     from dialogue.desk import StaffMember
+    from dialogue.desk_rules import Decision
     from dialogue.pack import get_pack
+    from dialogue.ports import TurnCommit
     from dialogue.records import Draft, ScreenOutcome, TurnRecord
     from dialogue.state import DialogueState
 
@@ -264,7 +266,7 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
         human_review=HumanReview.PENDING,
         created_at=moment,
     )
-    store.commit_turn(before, DialogueState(slots=longest), turn)
+    store.commit_turn(TurnCommit(before, DialogueState(slots=longest), turn))
     fired = tuple(Screen)
     store.record_screened_reply(
         conversation_id,
@@ -284,9 +286,7 @@ def worst_case_turn(stack: Any) -> dict[str, Any]:
     reason = max(pack.spec.staff.reason_codes, key=len)
     # The turn as the staff API reads it before a decision: its counters are added to from it.
     queued = desk.queued_turn(conversation_id, turn.turn_id, Queue.REVIEW)
-    desk.decide(
-        conversation_id, turn.turn_id, staff, moment, HumanReview.CORRECTED, reason, None, reply_kept=True, turn=queued
-    )
+    desk.decide(Decision(queued, HumanReview.CORRECTED, reason, reply_kept=True), staff, moment)
     item: dict[str, Any] = stack.dynamodb.get_item(
         TableName=TABLE_NAME,
         Key={"pk": {"S": partition_key(conversation_id)}, "sk": {"S": turn_sort_key(turn.turn_id)}},

@@ -68,6 +68,7 @@ def main() -> int:
     from dialogue.aws.factory import get_desk_store, get_store
     from dialogue.aws.table import MESSAGE_PREFIX, STATE_SK, TURN_PREFIX, partition_key, turn_sort_key
     from dialogue.human_checks import use_draws
+    from dialogue.ports import PageQuery
     from dialogue.realize import RealizedReply, RealizeJob
 
     def staff(stack: LocalStack, method: str, path: str, body: Any = None, query: str = "") -> Any:
@@ -164,7 +165,7 @@ def main() -> int:
                 for queue in (Queue.REVIEW, Queue.HANDOFF):
                     cursor = None
                     while True:
-                        _, cursor = desk_store.queue_page(queue, newest_first=False, limit=500, cursor=cursor)
+                        _, cursor = desk_store.queue_page(PageQuery(queue, limit=500, cursor=cursor))
                         if cursor is None:
                             break
 

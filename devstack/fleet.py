@@ -93,7 +93,7 @@ import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -1187,31 +1187,23 @@ class RealizerRun:
     switched_off: list[float] = field(default_factory=list)  # when an alarm turned the off switch
 
 
+@dataclass(eq=False)
 class RealizerSim:
     """One realizer service, its queue, its alarms and policies, and the turns of the desks it serves."""
 
-    def __init__(
-        self,
-        config: FleetConfig,
-        timings: Timings,
-        wake: WakeCall,
-        rng: random.Random,
-        *,
-        end_s: float,
-        instance_type: str,
-        generated_share: float,
-        zone: str,
-        healthy: bool = True,
-    ) -> None:
-        self.config = config
-        self.healthy = healthy
-        self.generated_share = generated_share
-        self.zone = zone
-        self.timings = timings
-        self.wake_call = wake
-        self.rng = rng
-        self.end_s = end_s
-        self.instance_type = instance_type
+    config: FleetConfig
+    timings: Timings
+    wake_call: WakeCall
+    rng: random.Random
+    _: KW_ONLY
+    end_s: float
+    instance_type: str
+    generated_share: float
+    zone: str
+    healthy: bool = True
+
+    def __post_init__(self) -> None:
+        config, rng = self.config, self.rng
         self.now = 0.0
         self._events: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
         self._sequence = 0

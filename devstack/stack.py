@@ -159,22 +159,15 @@ class LocalStack:
     # --- the turn API -----------------------------------------------------------------------------
 
     def call_api(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        raw_body: str | None = None,
-        headers: dict[str, str] | None = None,
-        query: str = "",
-        via_cloudfront: bool = True,
+        self, method: str, path: str, body: Any = None, *, via_cloudfront: bool = True, **request: Any
     ) -> ApiResponse:
         """A turn API request as it arrives through CloudFront, with the stack's X-Origin-Verify value
-        (`headers` may override it); `via_cloudfront=False` for one sent past CloudFront, without it."""
+        (`headers` may override it); `via_cloudfront=False` for one sent past CloudFront, without it.
+        `request`: the rest of devstack.events.http_event's options (raw_body, headers, query...)."""
         import turn_api
 
         origin = self.origin_verify if via_cloudfront else None
-        event = http_event(method, path, body, raw_body=raw_body, headers=headers, query=query, origin_verify=origin)
+        event = http_event(method, path, body, origin_verify=origin, **request)
         with self._captured():
             result = turn_api.lambda_handler(event, FakeLambdaContext(function_name="turn_api"))
         return _api_response(result)

@@ -12,7 +12,7 @@ dialogue.desk (the staff message, the counters), keeps each item's audit as a ha
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -23,7 +23,9 @@ from dialogue.actions import HandoffStatus, HumanReview, Queue, TurnStatus
 from dialogue.desk import CLOSE_ADDS, CounterAdds, decision_adds, next_staff_message
 from dialogue.desk_rules import (
     AuditEntry,
+    Decision,
     DeskCounters,
+    RecordCorrection,
     StaffMember,
     audit_entry,
     claim_until,
@@ -43,7 +45,7 @@ from dialogue.desk_rules import (
     still_open,
 )
 from dialogue.errors import ConcurrentTurnConflict, HandoffItemGone, NotInQueue
-from dialogue.ports import Committed, SealedContact, StaffMessage, WakeOutcome
+from dialogue.ports import Committed, PageQuery, SealedContact, StaffMessage, TurnCommit, WakeOutcome
 from dialogue.realize import RealizeJob, ReplyDeadline
 from dialogue.records import ConversationRecord, Draft, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
@@ -69,15 +71,10 @@ class MemoryConversationStore:
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None:
         return self.records.get(conversation_id)
 
-    def commit_turn(
-        self,
-        before: ConversationRecord,
-        after: DialogueState,
-        turn: TurnRecord,
-        *,
-        request_key: str | None = None,
-        contact: SealedContact | None = None,
-    ) -> Committed:
+    def commit_turn(self, commit: TurnCommit) -> Committed:
+        before, after, turn, request_key, contact = (
+            commit.before, commit.after, commit.turn, commit.request_key, commit.contact
+        )  # fmt: skip
         conversation_id = before.conversation_id
         if request_key is not None and (conversation_id, request_key) in self.requests:
             return Committed(self.requests[conversation_id, request_key], wrote=False)
@@ -191,23 +188,16 @@ class MemoryDeskStore:
 
     # --- reads ------------------------------------------------------------------------------------------
 
-    def queue_page(
-        self,
-        queue: Queue,
-        *,
-        newest_first: bool,
-        limit: int,
-        cursor: str | None,
-        where: Mapping[str, str | bool] | None = None,
-    ) -> tuple[list[TurnRecord], str | None]:
+    def queue_page(self, query: PageQuery) -> tuple[list[TurnRecord], str | None]:
+        queue, cursor, where = query.queue, query.cursor, query.where
         if cursor is not None and not cursor.isdigit():
             raise ValueError("the page cursor is not one this store gave")
         queued = [turn for turn in self.conversations.turns.values() if turn.queue is queue]
-        queued.sort(key=lambda turn: turn.queued_at or turn.created_at, reverse=newest_first)
+        queued.sort(key=lambda turn: turn.queued_at or turn.created_at, reverse=query.newest_first)
         queued = [turn for turn in queued if all(getattr(turn, name) == value for name, value in (where or {}).items())]
         start = int(cursor or 0)
-        following = str(start + limit) if start + limit < len(queued) else None
-        return queued[start : start + limit], following
+        end = start + query.limit
+        return queued[start:end], str(end) if end < len(queued) else None
 
     def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
         turn = self.conversations.get_turn(conversation_id, turn_id)
@@ -260,26 +250,17 @@ class MemoryDeskStore:
         assert turn is not None
         self._write(released(turn), audit_entry("release", conversation_id, turn_id, queue, staff, now))
 
-    def decide(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        staff: StaffMember,
-        now: datetime,
-        review: HumanReview,
-        reason: str | None,
-        message: str | None,
-        *,
-        reply_kept: bool,
-        turn: TurnRecord,
-    ) -> StaffMessage | None:
+    def decide(self, decision: Decision, staff: StaffMember, now: datetime) -> StaffMessage | None:
+        conversation_id, turn_id = decision.turn.conversation_id, decision.turn.turn_id
         stored = self._held(conversation_id, turn_id, Queue.REVIEW, staff, now)
         self._write(
-            decided(stored, review, staff, now, reason),
-            decision_entry(conversation_id, turn_id, staff, now, review, reason),
+            decided(stored, decision.review, staff, now, decision.reason),
+            decision_entry(conversation_id, turn_id, staff, now, decision.review, decision.reason),
         )
-        self.figures.add(decision_adds(turn, review, now))
-        return self._post(conversation_id, turn_id, message, now) if message is not None else None
+        self.figures.add(decision_adds(decision.turn, decision.review, now))
+        if decision.message is None:
+            return None
+        return self._post(conversation_id, turn_id, decision.message, now)
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
         stored = self._held(conversation_id, turn_id, Queue.HANDOFF, staff, now)
@@ -309,24 +290,16 @@ class MemoryDeskStore:
         self._write(stored, audit_entry("read_contact", conversation_id, turn_id, Queue.HANDOFF, staff, now))
         return contact
 
-    def correct_record(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
-        now: datetime,
-        slot: str,
-        value: str,
-        correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]],
-    ) -> TurnRecord:
+    def correct_record(self, correction: RecordCorrection, staff: StaffMember, now: datetime) -> TurnRecord:
+        conversation_id, turn_id, queue = correction.conversation_id, correction.turn_id, correction.queue
         before = self.conversations.load_conversation(conversation_id)
         if before is None:
             raise NotInQueue()
-        state, turn = correct(before)
+        state, turn = correction.correct(before)
         assert turn.turn_id == before.turn_count + 1
         stored = self._held(conversation_id, turn_id, queue, staff, now)
-        self._write(stored, correction_entry(conversation_id, turn_id, queue, staff, now, slot, value))
+        entry = correction_entry(conversation_id, turn_id, queue, staff, now, correction.slot, correction.value)
+        self._write(stored, entry)
         kept = DialogueState(slots=state.slots, waiting_topic=before.state.waiting_topic, asked=state.asked)
         self.conversations.records[conversation_id] = before.model_copy(
             update={"state": kept, "version": before.version + 1, "turn_count": turn.turn_id, "updated_at": now}

@@ -15,6 +15,7 @@ Staff text is kept only as staff messages and never logged; resident text is nev
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
@@ -51,9 +52,10 @@ from dialogue.desk import (
     StaffMember,
     StaffText,
 )
+from dialogue.desk_rules import Decision, RecordCorrection
 from dialogue.errors import DialogueError, NoContactLeft, SealUnavailable
 from dialogue.pack import get_pack
-from dialogue.ports import DeskStore, StaffMessage
+from dialogue.ports import DeskStore, PageQuery, StaffMessage
 from dialogue.realize import ModelAction
 from dialogue.records import TurnRecord
 from dialogue.settings import get_settings
@@ -167,7 +169,7 @@ def _page(
     queue: Queue, order: str, limit: int, cursor: str | None, where: dict[str, str | bool]
 ) -> tuple[list[TurnRecord], str | None]:
     try:
-        return _store().queue_page(queue, newest_first=order == "newest", limit=limit, cursor=cursor, where=where)
+        return _store().queue_page(PageQuery(queue, order == "newest", limit, cursor, where))
     except ValueError:
         raise InvalidCursor() from None
 
@@ -315,17 +317,8 @@ def decide(conversation_id: ConversationId, turn_id: TurnId, request: Annotated[
     turn = store.queued_turn(conversation_id, turn_id, Queue.REVIEW)
     reply, draft = store.drafts([turn]).get((conversation_id, turn_id), (None, None))
     message = desk.message_for_decision(review, correction, turn, draft)
-    posted = store.decide(
-        conversation_id,
-        turn_id,
-        _staff(),
-        _now(),
-        review,
-        request.reason,
-        message,
-        reply_kept=reply is not None,
-        turn=turn,
-    )
+    decision = Decision(turn, review, request.reason, message, reply_kept=reply is not None)
+    posted = store.decide(decision, _staff(), _now())
     _log("decision", Queue.REVIEW, conversation_id, turn_id, outcome=str(review), reason=request.reason)
     metrics.add_metric(name=f"StaffDecision_{review}", unit=MetricUnit.Count, value=1)
     sent = _posted(conversation_id, posted)
@@ -382,16 +375,8 @@ def _correct_record(queue: Queue, conversation_id: UUID, turn_id: int, request: 
     may be logged."""
     pack, store, staff, now = get_pack(), _store(), _staff(), _now()
     slot, value = desk.checked_correction(request, pack)
-    turn = store.correct_record(
-        conversation_id,
-        turn_id,
-        queue,
-        staff,
-        now,
-        slot,
-        value,
-        lambda before: desk.corrected_record(before, slot, value, pack, staff, now),
-    )
+    correct = functools.partial(desk.corrected_record, slot=slot, value=value, pack=pack, staff=staff, now=now)
+    turn = store.correct_record(RecordCorrection(conversation_id, turn_id, queue, slot, value, correct), staff, now)
     _log("correct_record", queue, conversation_id, turn_id, slot=slot, value=value, written_turn=turn.turn_id)
     metrics.add_metric(name="StaffRecordCorrections", unit=MetricUnit.Count, value=1)
     return RecordCorrected(

@@ -21,6 +21,7 @@ from dialogue.aws.factory import get_store
 from dialogue.aws.table import PENDING_TURN
 from dialogue.conversation import new_conversation
 from dialogue.pack import get_pack
+from dialogue.ports import TurnCommit
 from dialogue.records import TurnRecord
 from dialogue.replies import GENERIC_FALLBACK
 from dialogue.settings import get_settings
@@ -109,7 +110,7 @@ def test_a_turn_stored_before_a_pack_change_ends_in_the_fallback(stack: LocalSta
         reply_source=ReplySource.MODEL, status=TurnStatus.PENDING, reply_screen=ReplyScreen.NOT_APPLICABLE,
         human_review=HumanReview.PENDING, created_at=now,
     )  # fmt: skip
-    store.commit_turn(before, new_conversation(conversation_id, pack, now).state, turn)
+    store.commit_turn(TurnCommit(before, new_conversation(conversation_id, pack, now).state, turn))
     assert "welding" not in pack.frame.slot("program").values
     stack.faults.inject("sqs.SendMessage", Fault.UNAVAILABLE, times=10_000)  # and its dispatch never lands
     assert_fallback_within_bound(stack, str(conversation_id), now)
@@ -156,7 +157,7 @@ def store_pending_turn(
         reply_source=ReplySource.MODEL, status=TurnStatus.PENDING, reply_screen=ReplyScreen.NOT_APPLICABLE,
         human_review=HumanReview.PENDING, created_at=now,
     )  # fmt: skip
-    store.commit_turn(before, new_conversation(conversation_id, pack, now).state, turn)
+    store.commit_turn(TurnCommit(before, new_conversation(conversation_id, pack, now).state, turn))
     return conversation_id
 
 

@@ -5,6 +5,7 @@ and transactions are tested on moto in tests/integration."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from dialogue import audit_chain, conversation, desk
 from dialogue.actions import Action, HandoffStatus, HumanReview, Queue, ReplyScreen, ReplySource, TurnStatus
 from dialogue.desk import CLOSED, DecisionRequest, decided_review, decision_counters
-from dialogue.desk_rules import StaffMember, claim_until, refusal
+from dialogue.desk_rules import Decision, RecordCorrection, StaffMember, claim_until, refusal
 from dialogue.errors import (
     AlreadyDecided,
     ClaimedByOther,
@@ -33,6 +34,7 @@ from dialogue.ports import (
     DispatchQueues,
     RealizerWaker,
     SealedContact,
+    TurnCommit,
     WakeOutcome,
 )
 from dialogue.records import Draft, ScreenOutcome, TurnRecord
@@ -125,7 +127,7 @@ def review(store: MemoryDeskStore, pack: DomainPack, *, fallback: bool = False) 
         status=TurnStatus.PENDING,
         created_at=T0 - timedelta(seconds=5),
     )
-    store.conversations.commit_turn(before, DialogueState(slots={}), pending)
+    store.conversations.commit_turn(TurnCommit(before, DialogueState(slots={}), pending))
     outcome = ScreenOutcome(
         screens_fired=(),
         fallback_used=fallback,
@@ -147,7 +149,7 @@ def decide(
     reason: str | None = None,
 ) -> None:
     turn = store.queued_turn(conversation_id, 1, Queue.REVIEW)
-    store.decide(conversation_id, 1, staff, now, review, reason, None, reply_kept=True, turn=turn)
+    store.decide(Decision(turn, review, reason, reply_kept=True), staff, now)
 
 
 @pytest.fixture
@@ -269,7 +271,7 @@ def test_a_decision_posts_its_message_to_the_resident(store: MemoryDeskStore, pa
     turn = store.queued_turn(conversation_id, 1, Queue.REVIEW)
     reply, draft = store.drafts([turn])[conversation_id, 1]
     message = desk.message_for_decision(HumanReview.APPROVED, None, turn, draft)
-    posted = store.decide(conversation_id, 1, ANA, T0, HumanReview.APPROVED, None, message, reply_kept=True, turn=turn)
+    posted = store.decide(Decision(turn, HumanReview.APPROVED, message=message, reply_kept=True), ANA, T0)
     assert posted is not None and (posted.after_turn, posted.number, posted.about_turn) == (1, 1, 1)
     assert posted.text == DRAFT.text and reply != DRAFT.text
     assert list(store.conversations.staff_messages_backwards(conversation_id, 1)) == [posted]
@@ -347,10 +349,10 @@ def test_a_correction_needs_the_claim_and_writes_the_state_and_a_turn(store: Mem
     value = slot.values[0]
 
     def correct(at: datetime, staff: StaffMember) -> TurnRecord:
+        make = functools.partial(desk.corrected_record, slot=slot.name, value=value, pack=pack, staff=staff, now=at)
         return store.correct_record(
-            conversation_id, 1, Queue.HANDOFF, staff, at, slot.name, value,
-            lambda before: desk.corrected_record(before, slot.name, value, pack, staff, at),
-        )  # fmt: skip
+            RecordCorrection(conversation_id, 1, Queue.HANDOFF, slot.name, value, make), staff, at
+        )
 
     before = store.conversations.load_conversation(conversation_id)
     assert before is not None
@@ -430,9 +432,7 @@ def test_the_audit_records_who_did_what_and_when_in_one_chain_never_text(
     store.claim(conversation_id, 1, Queue.REVIEW, BO, T0 + timedelta(seconds=2), CLAIM)
     turn = store.queued_turn(conversation_id, 1, Queue.REVIEW)
     decided_at = T0 + timedelta(seconds=3)
-    store.decide(
-        conversation_id, 1, BO, decided_at, HumanReview.CORRECTED, reason, correction, reply_kept=True, turn=turn
-    )
+    store.decide(Decision(turn, HumanReview.CORRECTED, reason, correction, reply_kept=True), BO, decided_at)
     slot = pack.frame.slots[0]
     value = slot.values[0]
     with pytest.raises(AlreadyDecided):  # refused: nothing left to do, and no link written
@@ -453,9 +453,7 @@ def test_the_audit_records_who_did_what_and_when_in_one_chain_never_text(
     # a correction of the record keeps the slot as its reason and the value as its outcome
     other = handoff(store, pack)
     store.claim(other, 1, Queue.HANDOFF, ANA, T0, CLAIM)
-    store.correct_record(
-        other, 1, Queue.HANDOFF, ANA, T0, slot.name, value,
-        lambda before: desk.corrected_record(before, slot.name, value, pack, ANA, T0),
-    )  # fmt: skip
+    make = functools.partial(desk.corrected_record, slot=slot.name, value=value, pack=pack, staff=ANA, now=T0)
+    store.correct_record(RecordCorrection(other, 1, Queue.HANDOFF, slot.name, value, make), ANA, T0)
     last = store.audit_trail(other, 1)[-1]
     assert (last["action"], last["outcome"], last["reason"]) == ("correct_record", value, slot.name)

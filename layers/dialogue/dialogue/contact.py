@@ -33,7 +33,7 @@ from dialogue.errors import (
 from dialogue.handoffs import handoff_fields
 from dialogue.pack import UNKNOWN, DomainPack
 from dialogue.pack.schema import ContactForm
-from dialogue.ports import ConversationStore, SealedContact
+from dialogue.ports import ConversationStore, SealedContact, TurnCommit
 from dialogue.records import ConversationRecord, TurnRecord, desk_turn
 from dialogue.replies import reply_fields
 from dialogue.understanding import CONTACT_TYPED
@@ -113,7 +113,7 @@ def leave_contact(
         left_at=now,
         expires_at=now + timedelta(days=form.keep_days),
     )
-    _, turn = handoffs.commit(store, before, before.state, contact_turn(before, now), contact=sealed)
+    _, turn = handoffs.commit(store, TurnCommit(before, before.state, contact_turn(before, now), contact=sealed))
     reply = contact_reply(turn, pack)
     assert reply is not None
     return turn, reply

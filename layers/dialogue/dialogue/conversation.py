@@ -29,7 +29,7 @@ from dialogue.handoffs import handoff_fields
 from dialogue.hours import next_opening
 from dialogue.pack import DomainPack
 from dialogue.policy import next_state, turn_topic
-from dialogue.ports import ConversationStore
+from dialogue.ports import ConversationStore, TurnCommit
 from dialogue.records import ConversationRecord, TurnRecord
 from dialogue.replies import fixed_reply
 from dialogue.state import DialogueState
@@ -137,7 +137,7 @@ def take_turn(
         # (dialogue.aws.replies).
         **(handoff_fields(before, now) if handed_off else {}),
     )
-    committed, turn = handoffs.commit(store, before, state, turn, request_key=request_key)
+    committed, turn = handoffs.commit(store, TurnCommit(before, state, turn, request_key=request_key))
     if not committed.wrote:  # the key's first request made the turn (even one racing this, with this id)
         earlier = _view_of_earlier(store, pack, conversation_id, committed.turn_id)
         if earlier is None:  # the REQUEST item names a turn that is gone: nothing sensible to answer

@@ -12,9 +12,10 @@ conditions of its transactions, so that of two writers racing on one item one is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from dialogue.actions import HandoffStatus, HumanReview, Queue
 from dialogue.errors import AlreadyDecided, ClaimedByOther, ClaimRequired, DialogueError, HandoffClosed, NotInQueue
 from dialogue.records import ConversationRecord, TurnRecord
+
+if TYPE_CHECKING:
+    from dialogue.state import DialogueState
 
 
 class StaffMember(BaseModel):
@@ -140,6 +144,38 @@ def closes_open_handoff(record: ConversationRecord | None, turn_id: int) -> bool
 def handoff_cleared(record: ConversationRecord) -> ConversationRecord:
     """The conversation after its open hand-off closed: none open, its version moved on."""
     return record.model_copy(update={"open_handoff": None, "version": record.version + 1})
+
+
+# --- the acts that carry more than an item -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision on a review item, as the staff API made it: `turn`, the item as read (its screens,
+    fallback and queue time, set once when it was queued, are what the counters add: dialogue.desk's
+    `decision_adds`); the review and its reason code; the message it posts to the resident (a correction or
+    the approved draft, dialogue.desk's `message_for_decision`; None: nothing is posted); and whether the
+    turn's REPLY item is kept (read with the draft), so that its retention runs from the decision."""
+
+    turn: TurnRecord
+    review: HumanReview
+    reason: str | None = None
+    message: str | None = None
+    reply_kept: bool = False
+
+
+@dataclass(frozen=True)
+class RecordCorrection:
+    """A correction of a conversation's record from an item of `queue`: one slot set to one value (the
+    pack's names), and `correct`, which turns the record as read into the corrected state and the turn
+    that records it (dialogue.desk's `corrected_record`)."""
+
+    conversation_id: UUID
+    turn_id: int
+    queue: Queue
+    slot: str
+    value: str
+    correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]]
 
 
 # --- the audit -----------------------------------------------------------------------------------------

@@ -16,14 +16,14 @@ the open item before the close is refused by its version condition and, sent aga
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from dialogue.actions import HandoffStatus, Queue
 from dialogue.errors import HandoffItemGone
-from dialogue.ports import Committed, ConversationStore
+from dialogue.ports import Committed, ConversationStore, TurnCommit
 from dialogue.records import ConversationRecord, TurnRecord
-from dialogue.state import DialogueState
 
 
 def handoff_fields(before: ConversationRecord, now: datetime) -> dict[str, Any]:
@@ -34,14 +34,12 @@ def handoff_fields(before: ConversationRecord, now: datetime) -> dict[str, Any]:
     return {"handoff_status": HandoffStatus.JOINED, "joined_to": before.open_handoff}
 
 
-def commit(
-    store: ConversationStore, before: ConversationRecord, state: DialogueState, turn: TurnRecord, **options: Any
-) -> tuple[Committed, TurnRecord]:
+def commit(store: ConversationStore, commit: TurnCommit) -> tuple[Committed, TurnRecord]:
     """`store.commit_turn`, and the turn as written. A turn that would join an item gone from the table
     (its TTL passed while the STATE item still named it) opens a new item instead."""
     try:
-        return store.commit_turn(before, state, turn, **options), turn
+        return store.commit_turn(commit), commit.turn
     except HandoffItemGone:
-        before = before.model_copy(update={"open_handoff": None})
-        turn = turn.model_copy(update={"joined_to": None, **handoff_fields(before, turn.created_at)})
-        return store.commit_turn(before, state, turn, **options), turn
+        before = commit.before.model_copy(update={"open_handoff": None})
+        turn = commit.turn.model_copy(update={"joined_to": None, **handoff_fields(before, commit.turn.created_at)})
+        return store.commit_turn(replace(commit, before=before, turn=turn)), turn

@@ -8,7 +8,7 @@ devstack may pass their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -17,9 +17,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from dialogue.actions import HumanReview, Queue
+from dialogue.actions import Queue
 from dialogue.audit_chain import LinkKey
-from dialogue.desk_rules import DeskCounters, StaffMember
+from dialogue.desk_rules import Decision, DeskCounters, RecordCorrection, StaffMember
 from dialogue.records import ConversationRecord, Draft, ScreenOutcome, TurnRecord
 from dialogue.state import DialogueState
 
@@ -62,20 +62,38 @@ class SealedContact:
     turn_id: int | None = None  # as read back: the hand-off turn that was written with it
 
 
+@dataclass(frozen=True)
+class TurnCommit:
+    """One turn's write: the conversation as read (`before`; its version is the write's condition), the
+    state after the turn, the turn, the request's idempotency key (None: none was sent) and the contact
+    form the turn leaves (None: none)."""
+
+    before: ConversationRecord
+    after: DialogueState
+    turn: TurnRecord
+    request_key: str | None = None
+    contact: SealedContact | None = None
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """Which page of a desk queue to read: `queue`'s items, newest or oldest queued first, at most `limit`,
+    from `cursor` (the previous page's next cursor; None: the first page), and only those whose fields
+    equal `where`'s values."""
+
+    queue: Queue
+    newest_first: bool = False
+    limit: int = 100
+    cursor: str | None = None
+    where: Mapping[str, str | bool] | None = None
+
+
 class ConversationStore(Protocol):
     def create_conversation(self, record: ConversationRecord) -> None: ...
 
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None: ...
 
-    def commit_turn(
-        self,
-        before: ConversationRecord,
-        after: DialogueState,
-        turn: TurnRecord,
-        *,
-        request_key: str | None = None,
-        contact: SealedContact | None = None,
-    ) -> Committed: ...
+    def commit_turn(self, commit: TurnCommit) -> Committed: ...
 
     def read_contact(self, conversation_id: UUID) -> SealedContact | None: ...
 
@@ -109,17 +127,9 @@ class DeskStore(Protocol):
         """The conversations the items belong to (what the resident was shown is read from it)."""
         ...
 
-    def queue_page(
-        self,
-        queue: Queue,
-        *,
-        newest_first: bool,
-        limit: int,
-        cursor: str | None,
-        where: Mapping[str, str | bool] | None = None,
-    ) -> tuple[list[TurnRecord], str | None]:
-        """One page of a queue, and the cursor of the next (None: no more). `where`: the items whose fields
-        equal the values given. ValueError for a cursor the store did not give."""
+    def queue_page(self, query: PageQuery) -> tuple[list[TurnRecord], str | None]:
+        """One page of a queue, and the cursor of the next (None: no more). ValueError for a cursor the
+        store did not give."""
         ...
 
     def queued_turn(self, conversation_id: UUID, turn_id: int, queue: Queue) -> TurnRecord:
@@ -151,22 +161,10 @@ class DeskStore(Protocol):
         """End the item's claim (`may_release`)."""
         ...
 
-    def decide(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        staff: StaffMember,
-        now: datetime,
-        review: HumanReview,
-        reason: str | None,
-        message: str | None,
-        *,
-        reply_kept: bool,
-        turn: TurnRecord,
-    ) -> StaffMessage | None:
+    def decide(self, decision: Decision, staff: StaffMember, now: datetime) -> StaffMessage | None:
         """Decide a review item (`holds_claim`, then `decided`), adding to the counters (`desk.decision_adds`
-        of `turn`, the item as read) and posting `message` (when given) to the resident; returns the message
-        posted."""
+        of the item as read) and posting the decision's message (when it has one) to the resident; returns
+        the message posted."""
         ...
 
     def reply(self, conversation_id: UUID, turn_id: int, staff: StaffMember, now: datetime, text: str) -> StaffMessage:
@@ -178,19 +176,9 @@ class DeskStore(Protocol):
         it holds and clearing the conversation's open hand-off where it is this item (`closes_open_handoff`)."""
         ...
 
-    def correct_record(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
-        now: datetime,
-        slot: str,
-        value: str,
-        correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]],
-    ) -> TurnRecord:
-        """Write the state and turn `correct` makes of the conversation as read, from an item `staff` holds
-        (`holds_claim`); returns the turn written."""
+    def correct_record(self, correction: RecordCorrection, staff: StaffMember, now: datetime) -> TurnRecord:
+        """Write the state and turn the correction's `correct` makes of the conversation as read, from an item
+        `staff` holds (`holds_claim`); returns the turn written."""
         ...
 
     def audit_trail(self, conversation_id: UUID, turn_id: int) -> list[dict[str, Any]]:

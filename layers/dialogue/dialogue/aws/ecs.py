@@ -29,6 +29,7 @@ count and sets it to 1 when it is 0 (`EcsServiceWaker`). The wake alarm stays, a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -82,34 +83,28 @@ def scalable_maximum(scaling: ScalingClient, cluster: str, service: str) -> int 
     return int(targets[0]["MaxCapacity"]) if targets else None
 
 
+@dataclass(eq=False)
 class EcsServiceWaker:
     """Sets one ECS service's desired count to 1 when it is 0, unless its scalable target's maximum is 0."""
 
-    def __init__(
-        self,
-        client: EcsServiceClient,
-        *,
-        cluster: str,
-        service: str,
-        scaling: ScalingClient | None = None,
-        remember_for: timedelta = REMEMBER_WANTED_FOR,
-        clock: Callable[[], datetime] = clock_now,
-    ) -> None:
-        if not cluster or not service:
+    client: EcsServiceClient
+    _: KW_ONLY
+    cluster: str
+    service: str
+    scaling: ScalingClient | None = None
+    remember_for: timedelta = REMEMBER_WANTED_FOR
+    clock: Callable[[], datetime] = clock_now
+    cold: bool = field(default=False, init=False)
+    """After `wake`: no task was running (woken, starting, or off); False when unknown (a failed wake)."""
+    _wanted_until: datetime | None = field(default=None, init=False, repr=False)
+    _remembered: WakeOutcome = field(default=WakeOutcome.WANTED, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.cluster or not self.service:
             raise ValueError("the waker needs a cluster and a service")
-        self._client = client
-        self._scaling = scaling
-        self._cluster = cluster
-        self._service = service
-        self._remember_for = remember_for
-        self._clock = clock
-        self._wanted_until: datetime | None = None
-        self._remembered = WakeOutcome.WANTED
-        self.cold = False
-        """After `wake`: no task was running (woken, starting, or off); False when unknown (a failed wake)."""
 
     def wake(self) -> WakeOutcome:
-        now = self._clock()
+        now = self.clock()
         if self._wanted_until is not None and now < self._wanted_until:
             return self._remembered
         try:
@@ -119,14 +114,14 @@ class EcsServiceWaker:
             elif self._switched_off():
                 outcome = WakeOutcome.OFF
             else:
-                self._client.update_service(cluster=self._cluster, service=self._service, desiredCount=1)
+                self.client.update_service(cluster=self.cluster, service=self.service, desiredCount=1)
                 outcome = WakeOutcome.WOKEN
         except (ClientError, BotoCoreError, LookupError, TypeError, ValueError) as error:
             self._wanted_until = None
             self.cold = False
             logger.warning("realizer wake failed", error=_error_code(error))
             return WakeOutcome.FAILED
-        self._wanted_until = now + self._remember_for
+        self._wanted_until = now + self.remember_for
         self._remembered = WakeOutcome.OFF if outcome is WakeOutcome.OFF else WakeOutcome.WANTED
         self.cold = outcome is not WakeOutcome.WANTED or running < 1
         if outcome is WakeOutcome.WOKEN:
@@ -136,57 +131,52 @@ class EcsServiceWaker:
         return outcome
 
     def _counts(self) -> tuple[int, int]:
-        described = self._client.describe_services(cluster=self._cluster, services=[self._service])
+        described = self.client.describe_services(cluster=self.cluster, services=[self.service])
         services = [s for s in described.get("services", []) if s.get("status") == "ACTIVE"]
         if not services:
             raise LookupError("the realizer service is not active")
         return int(services[0]["desiredCount"]), int(services[0].get("runningCount", 0))
 
     def _switched_off(self) -> bool:
-        if self._scaling is None:
+        if self.scaling is None:
             return False
-        maximum = scalable_maximum(self._scaling, self._cluster, self._service)
+        maximum = scalable_maximum(self.scaling, self.cluster, self.service)
         return maximum is not None and maximum < 1
 
 
+@dataclass(frozen=True)
 class RealizerSwitch:
     """The realizer's off switch: its scalable target's maximum (and minimum) at 0 and its desired count
-    at 0; on again, the range the stack gave it. Invoked by the GPU-hours and not-serving alarms (off),
-    and by an operator (on); the desk-opens schedule turns it on as well."""
+    at 0; on again, the range the stack gave it (`min_tasks` to `max_tasks`). Invoked by the GPU-hours and
+    not-serving alarms (off), and by an operator (on); the desk-opens schedule turns it on as well."""
 
-    def __init__(
-        self,
-        ecs: EcsServiceClient,
-        scaling: ScalingClient,
-        *,
-        cluster: str,
-        service: str,
-        min_tasks: int,
-        max_tasks: int,
-    ) -> None:
-        if not cluster or not service or max_tasks < 1 or not 0 <= min_tasks <= max_tasks:
+    ecs: EcsServiceClient
+    scaling: ScalingClient
+    _: KW_ONLY
+    cluster: str
+    service: str
+    min_tasks: int
+    max_tasks: int
+
+    def __post_init__(self) -> None:
+        if not self.cluster or not self.service or self.max_tasks < 1 or not 0 <= self.min_tasks <= self.max_tasks:
             raise ValueError("the switch needs a cluster, a service and the stack's task range")
-        self._ecs = ecs
-        self._scaling = scaling
-        self._cluster = cluster
-        self._service = service
-        self._range = (min_tasks, max_tasks)
 
     def off(self) -> None:
         """Maximum 0, then desired 0: the wake call and every scaling policy are held at 0 until `on`."""
         self._register(0, 0)
-        self._ecs.update_service(cluster=self._cluster, service=self._service, desiredCount=0)
+        self.ecs.update_service(cluster=self.cluster, service=self.service, desiredCount=0)
         logger.warning("realizer switched off")
 
     def on(self) -> None:
         """The stack's range again (RealizerMinTasks to RealizerMaxTasks); the next turn wakes it."""
-        self._register(*self._range)
+        self._register(self.min_tasks, self.max_tasks)
         logger.info("realizer switched on")
 
     def _register(self, minimum: int, maximum: int) -> None:
-        self._scaling.register_scalable_target(
+        self.scaling.register_scalable_target(
             ServiceNamespace="ecs",
-            ResourceId=resource_id(self._cluster, self._service),
+            ResourceId=resource_id(self.cluster, self.service),
             ScalableDimension=SCALABLE_DIMENSION,
             MinCapacity=minimum,
             MaxCapacity=maximum,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -61,7 +61,9 @@ from dialogue.aws.table import (
 from dialogue.desk import CLOSE_ADDS, decision_adds, next_staff_message
 from dialogue.desk_rules import (
     AuditEntry,
+    Decision,
     DeskCounters,
+    RecordCorrection,
     StaffMember,
     audit_entry,
     claim_until,
@@ -73,9 +75,8 @@ from dialogue.desk_rules import (
     refusal,
 )
 from dialogue.errors import NotInQueue, StaffWriteConflict
-from dialogue.ports import SealedContact, StaffMessage
+from dialogue.ports import PageQuery, SealedContact, StaffMessage
 from dialogue.records import ConversationRecord, Draft, TurnRecord
-from dialogue.state import DialogueState
 
 OPEN_ITEMS: Mapping[Queue, tuple[str, str]] = {
     Queue.REVIEW: ("human_review", str(HumanReview.PENDING)),
@@ -133,22 +134,14 @@ class DynamoDeskStore(DynamoTable):
 
     # --- reading the queues ----------------------------------------------------------------------
 
-    def queue_page(
-        self,
-        queue: Queue,
-        *,
-        newest_first: bool,
-        limit: int,
-        cursor: str | None,
-        where: Mapping[str, str | bool] | None = None,
-    ) -> tuple[list[TurnRecord], str | None]:
+    def queue_page(self, query: PageQuery) -> tuple[list[TurnRecord], str | None]:
         """One page of a queue from a sparse index, and the cursor of the next page (None: no more).
 
         `where` keeps the items whose attributes equal the values given (a filter on the query: a page
         may hold fewer than `limit` items and still have a next one). A page of the work still to do
         (a pending review, an open hand-off) reads the open-queue index, which holds nothing else, so
         no number of decided items comes before it."""
-        where = dict(where or {})
+        queue, where = query.queue, dict(query.where or {})
         open_field, open_value = OPEN_ITEMS[queue]
         open_only = where.get(open_field) == open_value
         if open_only:
@@ -156,12 +149,12 @@ class DynamoDeskStore(DynamoTable):
         key_attribute = OPEN_QUEUE if open_only else "queue"
         names = {"#queue": key_attribute}
         values: dict[str, Any] = {":queue": str(queue)}
-        query: dict[str, Any] = {
+        request: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": OPEN_QUEUE_INDEX if open_only else QUEUE_INDEX,
             "KeyConditionExpression": "#queue = :queue",
-            "ScanIndexForward": not newest_first,
-            "Limit": limit,
+            "ScanIndexForward": not query.newest_first,
+            "Limit": query.limit,
         }
         conditions = []
         for number, (attribute, value) in enumerate(sorted(where.items())):
@@ -169,14 +162,14 @@ class DynamoDeskStore(DynamoTable):
             values[f":f{number}"] = value
             conditions.append(f"#f{number} = :f{number}")
         if conditions:
-            query["FilterExpression"] = " AND ".join(conditions)
-        query["ExpressionAttributeNames"] = names
-        query["ExpressionAttributeValues"] = self._item(values)
-        start = decode_cursor(cursor)
+            request["FilterExpression"] = " AND ".join(conditions)
+        request["ExpressionAttributeNames"] = names
+        request["ExpressionAttributeValues"] = self._item(values)
+        start = decode_cursor(query.cursor)
         if start is not None:
-            query["ExclusiveStartKey"] = start
+            request["ExclusiveStartKey"] = start
         with store_errors():
-            response = self._client.query(**query)
+            response = self._client.query(**request)
         turns = [turn_from_item(item) for item in response.get("Items", [])]
         return turns, encode_cursor(response.get("LastEvaluatedKey"))
 
@@ -256,26 +249,15 @@ class DynamoDeskStore(DynamoTable):
 
     # --- decisions, replies, closes ------------------------------------------------------------------
 
-    def decide(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        staff: StaffMember,
-        now: datetime,
-        review: HumanReview,
-        reason: str | None,
-        message: str | None,
-        *,
-        reply_kept: bool,
-        turn: TurnRecord,
-    ) -> StaffMessage | None:
+    def decide(self, decision: Decision, staff: StaffMember, now: datetime) -> StaffMessage | None:
         """Record a decision on a claimed review item (`desk_rules.decided`, on `holds_claim`), and post what
-        it sends the resident (a correction, or an approved draft: `desk.message_for_decision`), in one
-        transaction. `reply_kept`: the turn's REPLY item is there (the caller read it with the draft), so its
-        retention runs from now. `turn`: the item as the caller read it; the desk's counters
-        (`desk.decision_adds`) are added to in the same transaction, from its screens, fallback and queue
-        time, which are set once when it is queued."""
-        assert (turn.conversation_id, turn.turn_id) == (conversation_id, turn_id)
+        it sends the resident (the decision's message: a correction, or an approved draft), in one
+        transaction. With `reply_kept` (the turn's REPLY item is there: the caller read it with the draft),
+        the reply's retention runs from now. The desk's counters (`desk.decision_adds`) are added to in the
+        same transaction, from the item as the caller read it (its screens, fallback and queue time, which
+        are set once when it is queued)."""
+        turn, review, reason, message = decision.turn, decision.review, decision.reason, decision.message
+        conversation_id, turn_id = turn.conversation_id, turn.turn_id
         queue = Queue.REVIEW
         values: dict[str, Any] = {":review": str(review)}
         assignments = "human_review = :review, decided_by = :me, decided_at = :now"
@@ -288,7 +270,7 @@ class DynamoDeskStore(DynamoTable):
         entry = decision_entry(conversation_id, turn_id, staff, now, review, reason)
         items = [update, self.audit.next_link(entry), *self.figures.added(decision_adds(turn, review, now))]
         # The draft was kept until this decision; from it, it is kept REPLY_RETENTION_HOURS more.
-        if reply_kept:
+        if decision.reply_kept:
             items.append(
                 {
                     "Update": {
@@ -373,20 +355,10 @@ class DynamoDeskStore(DynamoTable):
         self._transact([check, self.audit.next_link(entry)], entry, staff)
         return contact
 
-    def correct_record(
-        self,
-        conversation_id: UUID,
-        turn_id: int,
-        queue: Queue,
-        staff: StaffMember,
-        now: datetime,
-        slot: str,
-        value: str,
-        correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]],
-    ) -> TurnRecord:
-        """Correct the conversation's record from an open item of `queue` that `staff` holds a live claim on:
-        `correct` (dialogue.desk.corrected_record) turns the STATE item as read into the corrected state and
-        the turn that records it. One transaction, in this order:
+    def correct_record(self, correction: RecordCorrection, staff: StaffMember, now: datetime) -> TurnRecord:
+        """Correct the conversation's record from an open item of the correction's queue that `staff` holds a
+        live claim on: `correct` (dialogue.desk.corrected_record) turns the STATE item as read into the
+        corrected state and the turn that records it. One transaction, in this order:
 
         0. a condition check on the item: `holds_claim` (else nothing is written, and the refusal says why,
            as for a decision);
@@ -399,14 +371,15 @@ class DynamoDeskStore(DynamoTable):
         When a resident's turn (or another correction) changed the state between the read and the write, the
         STATE read again and `correct` applied to it, up to three times, then StaffWriteConflict. Returns the
         turn written."""
+        conversation_id, turn_id, queue = correction.conversation_id, correction.turn_id, correction.queue
         for _attempt in range(3):
             before = self._turns.load_conversation(conversation_id)
             if before is None:
                 raise NotInQueue()
-            state, turn = correct(before)
+            state, turn = correction.correct(before)
             assert turn.turn_id == before.turn_count + 1
             check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
-            entry = correction_entry(conversation_id, turn_id, queue, staff, now, slot, value)
+            entry = correction_entry(conversation_id, turn_id, queue, staff, now, correction.slot, correction.value)
             update = {
                 "Update": {
                     "TableName": self._table,

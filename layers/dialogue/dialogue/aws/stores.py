@@ -17,9 +17,8 @@ from uuid import UUID
 from dialogue.aws.replies import ReplyItems
 from dialogue.aws.table import DynamoDBClient
 from dialogue.aws.turns import TurnItems
-from dialogue.ports import Committed, SealedContact, StaffMessage
+from dialogue.ports import Committed, SealedContact, StaffMessage, TurnCommit
 from dialogue.records import ConversationRecord, Draft, ScreenOutcome, TurnRecord
-from dialogue.state import DialogueState
 
 
 class DynamoConversationStore:
@@ -48,16 +47,8 @@ class DynamoConversationStore:
     def load_conversation(self, conversation_id: UUID) -> ConversationRecord | None:
         return self.turns.load_conversation(conversation_id)
 
-    def commit_turn(
-        self,
-        before: ConversationRecord,
-        after: DialogueState,
-        turn: TurnRecord,
-        *,
-        request_key: str | None = None,
-        contact: SealedContact | None = None,
-    ) -> Committed:
-        return self.turns.commit_turn(before, after, turn, request_key=request_key, contact=contact)
+    def commit_turn(self, commit: TurnCommit) -> Committed:
+        return self.turns.commit_turn(commit)
 
     def read_contact(self, conversation_id: UUID, now: datetime | None = None) -> SealedContact | None:
         return self.turns.read_contact(conversation_id, now)

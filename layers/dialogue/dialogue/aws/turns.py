@@ -40,7 +40,7 @@ from dialogue.aws.table import (
     turn_sort_key,
 )
 from dialogue.errors import ConcurrentTurnConflict, HandoffItemGone, StoreUnavailable
-from dialogue.ports import Committed, SealedContact
+from dialogue.ports import Committed, SealedContact, TurnCommit
 from dialogue.records import ConversationRecord, HandoffAsk, TurnRecord
 from dialogue.state import DialogueState
 
@@ -239,19 +239,11 @@ class TurnItems(DynamoTable):
             open_handoff=int(plain["open_handoff"]) if "open_handoff" in plain else None,
         )
 
-    def commit_turn(
-        self,
-        before: ConversationRecord,
-        after: DialogueState,
-        turn: TurnRecord,
-        *,
-        request_key: str | None = None,
-        contact: SealedContact | None = None,
-    ) -> Committed:
+    def commit_turn(self, commit: TurnCommit) -> Committed:
         """Write the turn and the new state in one transaction; say which turn answers it, and whether
         this call wrote it.
 
-        That is `turn`, written, unless `request_key` was already used in this conversation: then
+        That is the commit's turn, written, unless its `request_key` was already used in this conversation: then
         nothing is written, and the turn is the one the key made first (which may have the same id,
         when two requests with one key raced on one version). Raises
         ConcurrentTurnConflict when another turn changed the state first, HandoffItemGone when the turn
@@ -259,6 +251,9 @@ class TurnItems(DynamoTable):
         DynamoDB failed or its answer was lost (then the turn may be stored: a retry with the same key
         finds it).
         """
+        before, after, turn, request_key, contact = (
+            commit.before, commit.after, commit.turn, commit.request_key, commit.contact
+        )  # fmt: skip
         updated = before.model_copy(
             update={
                 "state": after,
