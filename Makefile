@@ -102,8 +102,14 @@ test:  ## Lint, type-check, check the template and run every tier of tests but t
 test-unit-integration: $(LAMBDA_STAMP)
 	$(LAMBDA_PYTHON) -m pytest tests/unit tests/integration $(QUICK) $(PARALLEL)
 
+# One thread for torch (OMP_NUM_THREADS) and torch.compile's in-process compile (no pool of compile
+# workers, each importing torch again): beside another run on two cores, a second thread only spun
+# waiting for the core the other run held (transformers' greedy tests took 85-100 s of CPU, now ~4 s).
+# Greedy decoding is the same; the tests compare both engines under the same setting.
+ONE_THREAD := OMP_NUM_THREADS=1 TORCHINDUCTOR_COMPILE_THREADS=1
+
 test-engines: $(STAMP)
-	$(BIN)/python -m pytest tests/engines $(QUICK)
+	$(ONE_THREAD) $(BIN)/python -m pytest tests/engines $(QUICK)
 
 test-deploy-browser: $(STAMP) $(OPS_STAMP) $(DEPLOY_STAMP) $(CHROMIUM)
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/deploy tests/browser $(QUICK) $(PARALLEL)
@@ -259,6 +265,7 @@ bench: $(STAMP)  ## Benchmarks P1-P8 (bench/), about 11 minutes on two cores; wr
 	$(BIN)/python -m bench.run_all
 
 # make test runs each benchmark once at its smallest size (BENCH_SMALLEST=1, two at a time; nothing written,
-# no figure judged), so a benchmark that breaks fails CI.
+# no figure judged), so a benchmark that breaks fails CI; on one torch thread (ONE_THREAD, above), as two
+# benchmarks run side by side.
 test-bench: $(STAMP)
-	$(BIN)/python -m bench.run_all --smallest
+	$(ONE_THREAD) $(BIN)/python -m bench.run_all --smallest

@@ -20,6 +20,7 @@ from hypothesis import settings
 from devstack.stack import LocalStack, local_stack
 from dialogue.pack import DomainPack, ScriptedTurn, get_pack, load_pack, read_scripted_turns
 from dialogue.pack import loader as pack_loader
+from dialogue.similarity import PRUNE, ExampleIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK_DIR = ROOT / "data" / "riverton"
@@ -64,6 +65,30 @@ pack_loader.load_pack = _load_pack_once
 # models (JSON, megabytes) from disk again: about a sixth of the integration tier's time. Here the sessions
 # share one loader, which keeps what it read; the models are botocore's files, the same for every session.
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+
+# The examples' TF-IDF index (ExampleIndex.build) depends on the examples and `prune` alone, and an index
+# is never changed once built (its fields are set in __init__ only). A pack loaded afresh from the same
+# files (check-pack's own load_pack in both profiles, a test's load_pack) built it again, seconds each.
+# Here the index built from the same examples with the same prune is reused; examples that fail to build
+# raise as before (nothing is kept), and a test that builds from other examples builds afresh.
+_INDEXES: dict[Any, ExampleIndex] = {}
+_build_index = ExampleIndex.build.__func__  # type: ignore[attr-defined]
+
+
+def _build_index_once(cls: type[ExampleIndex], examples: Any, *, prune: float = PRUNE) -> ExampleIndex:
+    try:
+        if any(isinstance(texts, str) for texts in examples.values()):
+            raise TypeError("one string, not examples: build raises, so nothing is kept")
+        key = (cls, tuple((label, tuple(texts)) for label, texts in examples.items()), prune)
+        hash(key)
+    except (AttributeError, TypeError):
+        return _build_index(cls, examples, prune=prune)
+    if key not in _INDEXES:
+        _INDEXES[key] = _build_index(cls, examples, prune=prune)
+    return _INDEXES[key]
+
+
+ExampleIndex.build = classmethod(_build_index_once)  # type: ignore[method-assign, assignment]
 
 # Tiers (pytest -m, make unit/integration/engines/fuzz): a test's tier is its folder's.
 TIERS = ("unit", "integration", "engines", "fuzz", "deploy", "browser")
