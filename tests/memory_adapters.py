@@ -72,9 +72,7 @@ class MemoryConversationStore:
         return self.records.get(conversation_id)
 
     def commit_turn(self, commit: TurnCommit) -> Committed:
-        before, after, turn, request_key, contact = (
-            commit.before, commit.after, commit.turn, commit.request_key, commit.contact
-        )  # fmt: skip
+        before, turn, request_key, contact = commit.before, commit.turn, commit.request_key, commit.contact
         conversation_id = before.conversation_id
         if request_key is not None and (conversation_id, request_key) in self.requests:
             return Committed(self.requests[conversation_id, request_key], wrote=False)
@@ -84,15 +82,7 @@ class MemoryConversationStore:
         joined = self.turns.get((conversation_id, turn.joined_to)) if turn.joined_to is not None else None
         if turn.joined_to is not None and (joined is None or joined.handoff_status is not HandoffStatus.OPEN):
             raise HandoffItemGone()
-        self.records[conversation_id] = before.model_copy(
-            update={
-                "state": after,
-                "version": before.version + 1,
-                "turn_count": turn.turn_id,
-                "updated_at": turn.created_at,
-                "open_handoff": turn.turn_id if turn.opens_handoff else before.open_handoff,
-            }
-        )
+        self.records[conversation_id] = commit.record_after()
         self.turns[conversation_id, turn.turn_id] = turn
         if joined is not None:
             asks = (*joined.joined, turn.as_ask())
@@ -293,10 +283,8 @@ class MemoryDeskStore:
     def correct_record(self, correction: RecordCorrection, staff: StaffMember, now: datetime) -> TurnRecord:
         conversation_id, turn_id, queue = correction.conversation_id, correction.turn_id, correction.queue
         before = self.conversations.load_conversation(conversation_id)
-        if before is None:
-            raise NotInQueue()
-        state, turn = correction.correct(before)
-        assert turn.turn_id == before.turn_count + 1
+        state, turn = correction.applied_to(before)
+        assert before is not None
         stored = self._held(conversation_id, turn_id, queue, staff, now)
         entry = correction_entry(conversation_id, turn_id, queue, staff, now, correction.slot, correction.value)
         self._write(stored, entry)

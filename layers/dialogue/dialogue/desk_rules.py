@@ -177,6 +177,15 @@ class RecordCorrection:
     value: str
     correct: Callable[[ConversationRecord], tuple[DialogueState, TurnRecord]]
 
+    def applied_to(self, before: ConversationRecord | None) -> tuple[DialogueState, TurnRecord]:
+        """The corrected state and the turn that records it, from the record as read: NotInQueue where the
+        conversation is gone; the turn is the conversation's next."""
+        if before is None:
+            raise NotInQueue()
+        state, turn = self.correct(before)
+        assert turn.turn_id == before.turn_count + 1
+        return state, turn
+
 
 # --- the audit -----------------------------------------------------------------------------------------
 

@@ -74,6 +74,20 @@ class TurnCommit:
     request_key: str | None = None
     contact: SealedContact | None = None
 
+    def record_after(self) -> ConversationRecord:
+        """The conversation's record once the turn is written: the new state, the next version, the turn
+        count and time, and the open hand-off the turn opens (else the one before)."""
+        before, turn = self.before, self.turn
+        return before.model_copy(
+            update={
+                "state": self.after,
+                "version": before.version + 1,
+                "turn_count": turn.turn_id,
+                "updated_at": turn.created_at,
+                "open_handoff": turn.turn_id if turn.opens_handoff else before.open_handoff,
+            }
+        )
+
 
 @dataclass(frozen=True)
 class PageQuery:

@@ -374,10 +374,8 @@ class DynamoDeskStore(DynamoTable):
         conversation_id, turn_id, queue = correction.conversation_id, correction.turn_id, correction.queue
         for _attempt in range(3):
             before = self._turns.load_conversation(conversation_id)
-            if before is None:
-                raise NotInQueue()
-            state, turn = correction.correct(before)
-            assert turn.turn_id == before.turn_count + 1
+            state, turn = correction.applied_to(before)
+            assert before is not None
             check = self._on_claimed(conversation_id, turn_id, queue, staff, now)
             entry = correction_entry(conversation_id, turn_id, queue, staff, now, correction.slot, correction.value)
             update = {

@@ -251,18 +251,8 @@ class TurnItems(DynamoTable):
         DynamoDB failed or its answer was lost (then the turn may be stored: a retry with the same key
         finds it).
         """
-        before, after, turn, request_key, contact = (
-            commit.before, commit.after, commit.turn, commit.request_key, commit.contact
-        )  # fmt: skip
-        updated = before.model_copy(
-            update={
-                "state": after,
-                "version": before.version + 1,
-                "turn_count": turn.turn_id,
-                "updated_at": turn.created_at,
-                "open_handoff": turn.turn_id if turn.opens_handoff else before.open_handoff,
-            }
-        )
+        before, turn, request_key, contact = commit.before, commit.turn, commit.request_key, commit.contact
+        updated = commit.record_after()
         items: list[dict[str, Any]] = [
             {
                 "Put": {
