@@ -301,3 +301,74 @@ def test_match_is_a_plain_record() -> None:
     found = Match(label="hours", score=0.5, runner_up=None, margin=0.5, example=3)
     with pytest.raises(AttributeError):
         found.label = "fees"  # type: ignore[misc]
+
+
+# --- the index kept between processes (ExampleIndex.kept; devstack's commands keep it) ---------------
+
+KEPT_TEXTS = [text for text, _ in PARAPHRASES] + ["openning hours?", "when are you open and how much does it cost"]
+
+
+def test_a_kept_index_is_read_back_and_matches_as_the_built_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = ExampleIndex.kept(EXAMPLES, tmp_path)
+    (kept,) = tmp_path.glob("example-index-*.marshal")
+    # The next process reads it: no build at all
+    monkeypatch.setattr(ExampleIndex, "build", classmethod(lambda cls, *a, **k: pytest.fail("built again")))
+    read = ExampleIndex.kept(EXAMPLES, tmp_path)
+    assert read is not built and len(read) == len(built) and read.labels == built.labels
+    for text in KEPT_TEXTS:
+        assert read.match(text) == built.match(text), text
+    assert list(tmp_path.iterdir()) == [kept]
+
+
+def test_other_examples_are_another_file_and_a_damaged_file_is_built_over(tmp_path: Path) -> None:
+    ExampleIndex.kept(EXAMPLES, tmp_path)
+    fewer = {label: texts[:-1] or texts for label, texts in EXAMPLES.items()}
+    other = ExampleIndex.kept(fewer, tmp_path)
+    assert len(list(tmp_path.glob("example-index-*.marshal"))) == 2
+    assert len(other) < len(ExampleIndex.build(EXAMPLES))
+    for damaged in tmp_path.glob("example-index-*.marshal"):
+        damaged.write_bytes(damaged.read_bytes()[:1000])
+    again = ExampleIndex.kept(EXAMPLES, tmp_path)
+    fresh = ExampleIndex.build(EXAMPLES)
+    assert [again.match(text) for text in KEPT_TEXTS] == [fresh.match(text) for text in KEPT_TEXTS]
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_bad_examples_still_raise(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    index = ExampleIndex.kept(EXAMPLES, blocked / "index")
+    text = "what are your opening hours"
+    assert index.match(text) == ExampleIndex.build(EXAMPLES).match(text)
+    with pytest.raises(ValueError, match="label 'withdrawal' has no examples"):
+        ExampleIndex.kept({"hours": ["when are you open"], "withdrawal": []}, tmp_path)
+    assert list(tmp_path.iterdir()) == [blocked]
+
+
+def test_only_the_newest_kept_indexes_stay(tmp_path: Path) -> None:
+    from dialogue.similarity import KEPT_INDEXES
+
+    for n in range(KEPT_INDEXES + 3):
+        ExampleIndex.kept({**EXAMPLES, "extra": [f"question number {n} about parking"]}, tmp_path)
+    assert len(list(tmp_path.glob("example-index-*.marshal"))) == KEPT_INDEXES
+
+
+def test_a_desk_keeps_its_index_only_where_the_setting_names_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dialogue.pack import load_pack
+    from dialogue.pack.examples import INDEX_CACHE_ENV
+
+    desk = ROOT / "data" / "harbourview_library"
+    for setting in (None, "off", ""):
+        if setting is None:
+            monkeypatch.delenv(INDEX_CACHE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(INDEX_CACHE_ENV, setting)
+        assert load_pack(desk, profile="desk").example_index is not None
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv(INDEX_CACHE_ENV, str(tmp_path / "kept"))
+    kept = load_pack(desk, profile="desk").example_index
+    assert kept is not None and len(list((tmp_path / "kept").glob("example-index-*.marshal"))) == 1

@@ -4,7 +4,9 @@
 of the examples; `match(text)` returns the label whose closest example is most similar to the turn,
 with its score and its margin to the next label; understanding takes that label only when it is both
 similar enough and clear enough ("below the margin: abstain or clarify, never guess"). Standard library
-only: it runs in the Lambda layer, where there is no numpy, and nothing is downloaded or read from disk.
+only: it runs in the Lambda layer, where there is no numpy, and nothing is downloaded. Nothing is read from
+disk either, unless a process asks `ExampleIndex.kept` to keep the built index in a folder (devstack's
+commands do, so each local run after the first reads it back instead of building it: see `kept`).
 
 Features, all of the normalized text (`dialogue.normalize.normalize`, so case, full-width letters,
 zero-width characters and look-alike letters are already folded away):
@@ -55,13 +57,19 @@ of it after a call returns (no cache holds a turn's words).
 from __future__ import annotations
 
 import bisect
+import hashlib
+import marshal
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import cache
 from itertools import chain, pairwise
 from operator import mul
+from pathlib import Path
 
 from dialogue.normalize import normalize
 
@@ -94,10 +102,20 @@ STOP_WORDS = frozenset(_STOP_LIST.split())
 
 # Index entries worth less than this much cosine are left out (see `ExampleIndex.build`).
 PRUNE = 0.01
+# How many built indexes `ExampleIndex.kept` keeps in its folder (a desk's is a few MB): the newest.
+KEPT_INDEXES = 12
 
 # Features of each kind have their own form, so they never collide: a unigram starts with a space
 # (" hours"), a bigram has one inside ("opening hours"), a character n-gram has none ("<ho", "our").
 _Postings = tuple[tuple[int, float], ...]  # (example index, weight)
+
+
+@cache
+def _source_digest() -> str:
+    """What a kept index is made from besides its examples: this package's source (the features, the
+    normalization), read once per process that keeps one."""
+    sources = sorted(Path(__file__).parent.rglob("*.py"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -301,6 +319,41 @@ class ExampleIndex:
             kept = tuple((index, value) for index, value in sorted(merged.items()) if value >= floor)
             merged_words[word] = (features, kept)
         return cls(tuple(labels), tuple(ranges), weights, features_index, merged_words, unseen_idf)
+
+    @classmethod
+    def kept(cls, examples: Mapping[str, Sequence[str]], folder: Path, *, prune: float = PRUNE) -> ExampleIndex:
+        """The index `build` gives, read back from `folder` when a process before this one built it, else
+        built and kept there (a second, a process: devstack's commands start this much sooner).
+
+        The file is named by what the index is made from: the examples, `prune`, the source of this
+        package (a change to the features or the normalization is another file) and marshal's format.
+        It holds only the index's own tables (strings, numbers, tuples, dicts), read with `marshal`,
+        which builds data, never code. A file that cannot be read is built over; a folder that cannot be
+        written keeps nothing. Examples that `build` refuses raise as `build` does, and nothing is kept.
+        """
+        labelled = [(label, tuple(texts)) for label, texts in examples.items()]
+        made_from = (marshal.version, _source_digest(), prune, labelled)
+        path = folder / f"example-index-{hashlib.sha256(marshal.dumps(made_from)).hexdigest()[:40]}.marshal"
+        try:
+            return cls(*marshal.loads(path.read_bytes()))
+        except (OSError, EOFError, ValueError, TypeError, IndexError):
+            pass
+        index = cls.build(examples, prune=prune)
+        state = (index._labels, index._ranges, index._weights, index._features, index._words, index._unseen_idf)
+        written = path.with_name(f"{path.name}.{os.getpid()}.part")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            written.write_bytes(marshal.dumps(state))
+            os.replace(written, path)  # whole or not at all, whatever runs beside it
+            # Each change to the examples or the code makes a new file: the oldest go (a file another
+            # process is reading stays readable to it).
+            made = sorted(folder.glob("example-index-*.marshal"), key=lambda kept: kept.stat().st_mtime)
+            for old in made[:-KEPT_INDEXES]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            with suppress(OSError):
+                written.unlink(missing_ok=True)
+        return index
 
     def _scores(self, text: str) -> tuple[list[float], float] | None:
         """The turn's dot product with every example, unscaled, and the scale (1 / the turn's norm) that

@@ -46,6 +46,8 @@ And which scorer reads a turn against the examples:
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -60,6 +62,10 @@ Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length
 Cosine = Annotated[float, Field(ge=0.0, le=1.0)]
 
 ScreenKind = Literal["injection", "staff_only"]
+
+INDEX_CACHE_ENV = "EXAMPLE_INDEX_CACHE_DIR"
+"""A folder to keep the nearest example's built index in between processes (`ExampleIndex.kept`), or unset
+(the functions' setting: SnapStart's snapshot holds it) or `off`: built afresh by each process."""
 
 TOPIC, INTENT, SCREEN, VALUE, OTHER = "topic", "intent", "screen", "value", "other"
 """The kinds of label in the index: `topic:<name>`, `intent:<name>`, `screen:<kind>`,
@@ -102,7 +108,8 @@ class ExampleSet(BaseModel):
 
     def build_index(self, weights: LinearWeights | None = None) -> ExampleIndex | LinearIndex:
         """The scorer `scorer` names: the nearest example's index, or (for "linear") the index scored by
-        `weights`, which the loader reads from examples.weights.json; ValueError if they are missing."""
+        `weights`, which the loader reads from examples.weights.json; ValueError if they are missing. The
+        nearest example's index is kept in the folder INDEX_CACHE_ENV names, if it names one."""
         from dialogue.similarity import ExampleIndex
 
         if self.scorer == "linear":
@@ -111,4 +118,7 @@ class ExampleSet(BaseModel):
             if weights is None:
                 raise ValueError(f'scorer = "linear" needs {WEIGHTS_FILE}: run python -m devstack fit-examples DIR')
             return LinearIndex.build(self.labelled(), weights)
+        folder = os.environ.get(INDEX_CACHE_ENV, "").strip()
+        if folder and folder.lower() != "off":
+            return ExampleIndex.kept(self.labelled(), Path(folder))
         return ExampleIndex.build(self.labelled())
