@@ -343,7 +343,10 @@ def test_a_reply_that_never_comes_frees_the_box_after_a_bounded_wait(browser: Br
     # Every answer to /messages says a reply is still being prepared
     page.route("**/messages?*", lambda route: route.fulfill(json={"messages": [], "next_after": 0, "waiting": True}))
     page.get_by_role("textbox", name="Message").fill("I want the forklift course.")
-    page.get_by_role("button", name="Send", exact=True).click()
+    # The turn is taken before the clock moves: on a busy machine its POST can take real seconds, and
+    # moving the page's clock past its 8 s timeout meanwhile would abort it as unreachable
+    with page.expect_response("**/turns"):
+        page.get_by_role("button", name="Send", exact=True).click()
     expect(page.get_by_role("button", name="Send", exact=True)).to_be_disabled()
     # Five seconds at a time (the longest pause between reads), past the 90 s bound, each read answered
     # before the clock moves on (so no read outlives the page's own 8 s timeout)
