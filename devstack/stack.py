@@ -12,6 +12,7 @@ falls due, and messages whose handling failed become visible again, without wait
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -520,15 +521,11 @@ def create_audit_bucket(s3: Any, bucket: str = AUDIT_BUCKET) -> None:
     )
 
 
-_LOADER: list[Loader] = []
-
-
+@functools.cache
 def _service_models() -> Loader:
     """One botocore loader for every local stack in this process: it reads each service's model files
     once and keeps them (botocore's own instance cache), where a fresh session's loader reads them again."""
-    if not _LOADER:
-        _LOADER.append(create_loader())
-    return _LOADER[0]
+    return create_loader()
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from dialogue.local_cache import cache_folder
 from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, ChatMessage, Realization, RealizeJob
 from realizer.engine_types import QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable
 from realizer.logs import log
@@ -250,11 +251,9 @@ def smollm_cache_dir(gguf: Path) -> Path | None:
     """The folder the GGUF's dequantized weights and tokenizer are kept in, named by the package's version
     and the file's hash as the package's RECORD gives it (so another release, or another file, is another
     folder); None when the cache is off."""
-    setting = os.environ.get(SMOLLM_CACHE_ENV, "").strip()
-    if setting.lower() == "off":
+    base = cache_folder(SMOLLM_CACHE_ENV)
+    if base is None:
         return None
-    base = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    base = base if setting else base / "enrollment-desk"
     version = importlib.metadata.version(SMOLLM_PACKAGE)
     recorded = next(
         (f.hash.value for f in importlib.metadata.files(SMOLLM_PACKAGE) or () if f.name == gguf.name and f.hash),

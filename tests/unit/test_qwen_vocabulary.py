@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,31 @@ def test_a_damaged_kept_file_is_converted_over(converted: Any, tmp_path: Path, m
     kept.write_text('{"version": "1.0", "model": {"type": "BP', encoding="utf-8")
     assert ids(build_qwen25_tokenizer()) == ids(converted)
     assert kept.stat().st_size > 1_000_000  # the whole vocabulary written over the damaged file
+
+
+def test_every_local_cache_follows_one_rule_for_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vocabulary, the example index and SmolLM2's weights share one rule (dialogue.local_cache): the
+    variable's folder; unset, enrollment-desk under XDG_CACHE_HOME or ~/.cache; `off`, nothing."""
+    from devstack.__main__ import keep_example_index
+    from dialogue.local_cache import cache_folder, cache_home
+    from dialogue.pack.examples import INDEX_CACHE_ENV
+
+    monkeypatch.delenv(QWEN_TOKENIZER_CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder(QWEN_TOKENIZER_CACHE_ENV) == cache_home() == tmp_path / "xdg" / "enrollment-desk"
+    kept = kept_backend_path()
+    assert kept is not None and kept.parent == tmp_path / "xdg" / "enrollment-desk"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_folder(QWEN_TOKENIZER_CACHE_ENV) == tmp_path / "home" / ".cache" / "enrollment-desk"
+    monkeypatch.setenv(QWEN_TOKENIZER_CACHE_ENV, f"  {tmp_path / 'named'} ")
+    assert cache_folder(QWEN_TOKENIZER_CACHE_ENV) == tmp_path / "named"
+    monkeypatch.setenv(QWEN_TOKENIZER_CACHE_ENV, "OFF")
+    assert cache_folder(QWEN_TOKENIZER_CACHE_ENV) is None and kept_backend_path() is None
+
+    monkeypatch.delenv(INDEX_CACHE_ENV, raising=False)
+    keep_example_index()
+    assert Path(os.environ[INDEX_CACHE_ENV]) == tmp_path / "home" / ".cache" / "enrollment-desk" / "example-index"
+    monkeypatch.setenv(INDEX_CACHE_ENV, "off")
+    keep_example_index()  # a setting already made is kept
+    assert os.environ[INDEX_CACHE_ENV] == "off"
