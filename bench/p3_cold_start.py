@@ -8,21 +8,26 @@ both sides):
 
 Both run with the function's environment from template.yaml (TABLE_NAME, POWERTOOLS_*). Twice:
 in this development environment, and in a Lambda-like one (LAMBDA_TASK_ROOT and the function's name
-set, as Lambda does: the X-Ray SDK then takes its Lambda path). A third command, interleaved with
-the two, imports what no handler with validated routes avoids (pydantic and the validating resolver):
-the floor. Then `-X importtime`, grouped by package, for what turn_api adds beyond the baseline.
+set, as Lambda does: observability.py then builds the Tracer, and the X-Ray SDK takes its Lambda
+path). A third command, interleaved with the two, imports what no handler with validated routes avoids
+(pydantic and the validating resolver): the floor. Then `-X importtime`, grouped by package, for what
+turn_api adds beyond the baseline.
 
-The Tracer, interleaved with those three: `import turn_api` twice more, as a function configured
-without tracing would run it. Once with POWERTOOLS_TRACE_DISABLED=true, Powertools' own switch: its
-Tracer still imports the X-Ray SDK and builds the SDK's recorder (it takes the SDK's recorder as its
-provider before it looks at `disabled`); the switch skips only the patching of botocore and the
-recorder's streaming setting. Outside Lambda it changes nothing: there Powertools disables the Tracer
-by itself. Once more with the same switch and dialogue/aws/observability.py changed to build the Tracer
-only when tracing is on (Powertools' own rule; `_TracingOff` stands in for its decorator otherwise):
-a copy of the layer's dialogue package with that change, in a temporary folder put ahead of the layer
-on PYTHONPATH (the layer is not touched). Per variant: the median, its ratio to the baseline, and the
-`-X importtime` self time of the X-Ray SDK and what it alone pulls in (the modules the variant imports
-that the variant without the Tracer does not).
+The Tracer, interleaved with those three: `import turn_api` twice more. dialogue/aws/observability.py builds
+Powertools' Tracer only where tracing is on (Powertools' own rule: in Lambda, unless POWERTOOLS_TRACE_DISABLED
+is true, or under `sam local` or Chalice) and otherwise gives the handlers `TracingOff`, a decorator that does
+nothing: as deployed, the Lambda-like environment gets a Tracer with botocore patched, the development one
+(tests, devstack) no Tracer and no X-Ray SDK. Once with POWERTOOLS_TRACE_DISABLED=true, Powertools' own
+switch, as a function configured without tracing would run it: no Tracer in either environment. Once more
+with the same switch and observability.py as it was before that change, the Tracer built whatever the
+environment (PREVIOUS_OBSERVABILITY, text replacements on the layer's file): a copy of the layer's dialogue
+package in a temporary folder put ahead of the layer on PYTHONPATH (the layer is not touched). That Tracer,
+even disabled, imports the X-Ray SDK and builds its recorder (it takes the SDK's recorder as its provider
+before it looks at `disabled`); the switch skipped only the botocore patch and the recorder's streaming
+setting. Per variant: the median, its ratio to the baseline, the per-round difference from the layer as
+deployed, and the `-X importtime` self time of the X-Ray SDK and what it alone pulls in (the modules the
+variant imports that the layer with the switch, which imports no SDK, does not). Then the SDK's import and
+the Tracer's build timed inside a process, and whether turn_api imports with aws_xray_sdk absent.
 """
 
 from __future__ import annotations
@@ -59,35 +64,38 @@ OBSERVABILITY = LAYER_PACKAGE / "aws" / "observability.py"
 LAYER_REQUIREMENTS = ROOT / "layers" / "dialogue" / "requirements.txt"
 TRACE_DISABLED = {"POWERTOOLS_TRACE_DISABLED": "true"}
 # The variants of the Tracer, in the order of the second table.
-TRACED, SWITCHED_OFF, NO_TRACER = "traced", "trace_disabled", "no_tracer"
+AS_DEPLOYED, SWITCHED_OFF, TRACER_ALWAYS = "as_deployed", "trace_disabled", "tracer_always"
 VARIANTS = {
-    TRACED: "Tracer, as deployed",
-    SWITCHED_OFF: "Tracer, POWERTOOLS_TRACE_DISABLED=true",
-    NO_TRACER: "no Tracer: proposed observability.py, POWERTOOLS_TRACE_DISABLED=true",
+    AS_DEPLOYED: "as deployed",
+    SWITCHED_OFF: "as deployed, POWERTOOLS_TRACE_DISABLED=true",
+    TRACER_ALWAYS: "Tracer always built (before this change), POWERTOOLS_TRACE_DISABLED=true",
 }
-# The change to dialogue/aws/observability.py measured as NO_TRACER: (text in the layer's module, its
-# replacement), each found exactly once. The Tracer is built only when tracing is on, by Powertools'
-# own rule (Tracer._is_tracer_disabled); otherwise a stand-in gives the handlers their decorator.
-OBSERVABILITY_CHANGE = (
+# observability.py as it was before the Tracer was built only where tracing is on, measured as
+# TRACER_ALWAYS: (text in the layer's module, the previous text), each found exactly once. The copy builds
+# `Tracer(patch_modules=("botocore",))` whatever the environment; the change made is in this bench's JSON
+# as `observability_change_applied`, a diff from that previous file to the layer's.
+PREVIOUS_OBSERVABILITY = (
     (
-        "import os\n",
-        "import os\nfrom collections.abc import Callable\nfrom typing import Any\n",
+        '''"""The one place that owns the logger, tracer and metrics. Log ids, actions and sizes, never text.
+
+The Tracer is built only where tracing is on, by Powertools' own rule: in Lambda, unless
+POWERTOOLS_TRACE_DISABLED is true, or under `sam local` or Chalice. Elsewhere (tests, devstack, `sam local
+invoke`) the handlers get `TracingOff`, whose decorator does nothing: Powertools' Tracer, even disabled,
+imports the X-Ray SDK and builds its recorder, and outside Lambda that recorder builds two botocore X-Ray
+clients (about 0.3 s of CPU per process; bench/RESULTS.md, P3).
+"""
+''',
+        '"""The one place that owns the logger, tracer and metrics. Log ids, actions and sizes, never text."""\n',
     ),
+    ("import os\nfrom collections.abc import Callable\nfrom typing import Any\n", "import os\n"),
     (
-        "\nlogger = Logger(",
         '''
 
-def _tracing_on() -> bool:
-    """Powertools' own rule: on in Lambda unless POWERTOOLS_TRACE_DISABLED; off under `sam local` and outside Lambda."""
-    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() in ("1", "y", "yes", "t", "true", "on"):
-        return False
-    sam_or_chalice = os.environ.get("AWS_SAM_LOCAL") or os.environ.get("AWS_CHALICE_CLI_MODE")
-    return bool(os.environ.get("LAMBDA_TASK_ROOT")) and not sam_or_chalice
+class TracingOff:
+    """The handlers' tracer where tracing is off: `capture_lambda_handler`, with or without its options,
+    returns the handler unchanged. Nothing imports aws_xray_sdk."""
 
-
-class _TracingOff:
-    """The handlers' decorator with tracing off, doing nothing. Powertools' Tracer, even disabled,
-    imports the X-Ray SDK and builds its recorder when it is built: with tracing off, nothing does."""
+    disabled = True
 
     def capture_lambda_handler(
         self, lambda_handler: Callable[..., Any] | None = None, **_options: Any
@@ -95,11 +103,18 @@ class _TracingOff:
         return self.capture_lambda_handler if lambda_handler is None else lambda_handler
 
 
-logger = Logger(''',
+def tracing_on() -> bool:
+    """Powertools' rule for whether its Tracer traces (Tracer._is_tracer_disabled, in the pinned
+    aws-lambda-powertools; tests/unit/test_observability.py holds it to each case): the environment
+    variables only, and it imports nothing."""
+    return not Tracer._is_tracer_disabled()
+
+''',
+        "",
     ),
     (
+        'tracer: Tracer | TracingOff = Tracer(patch_modules=("botocore",)) if tracing_on() else TracingOff()\n',
         'tracer = Tracer(patch_modules=("botocore",))\n',
-        'tracer: Tracer | _TracingOff = Tracer(patch_modules=("botocore",)) if _tracing_on() else _TracingOff()\n',
     ),
 )
 # The Tracer's own cost, timed inside a fresh process once boto3 and Powertools are imported (as they
@@ -154,21 +169,22 @@ def environment(lambda_like: bool, task_root: str) -> dict[str, str]:
     return env
 
 
-def observability_without_tracer(package: Path) -> str:
-    """Copy the layer's dialogue package into `package`, with OBSERVABILITY_CHANGE; the change as a diff."""
+def observability_before_change(package: Path) -> str:
+    """Copy the layer's dialogue package into `package`, its observability.py as it was before the change
+    (PREVIOUS_OBSERVABILITY); the change made, from that file to the layer's, as a diff."""
     shutil.copytree(LAYER_PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    original = OBSERVABILITY.read_text(encoding="utf-8")
-    changed = original
-    for old, new in OBSERVABILITY_CHANGE:
-        if changed.count(old) != 1:
+    current = OBSERVABILITY.read_text(encoding="utf-8")
+    previous = current
+    for old, new in PREVIOUS_OBSERVABILITY:
+        if previous.count(old) != 1:
             raise SystemExit(
-                f"P3: {OBSERVABILITY.relative_to(ROOT)} changed; OBSERVABILITY_CHANGE no longer fits {old!r}"
+                f"P3: {OBSERVABILITY.relative_to(ROOT)} changed; PREVIOUS_OBSERVABILITY no longer fits {old!r}"
             )
-        changed = changed.replace(old, new)
-    (package / "aws" / "observability.py").write_text(changed, encoding="utf-8")
+        previous = previous.replace(old, new)
+    (package / "aws" / "observability.py").write_text(previous, encoding="utf-8")
     name = str(OBSERVABILITY.relative_to(ROOT))
     lines = difflib.unified_diff(
-        original.splitlines(keepends=True), changed.splitlines(keepends=True), "a/" + name, "b/" + name
+        previous.splitlines(keepends=True), current.splitlines(keepends=True), "a/" + name, "b/" + name
     )
     return "".join(lines)
 
@@ -177,9 +193,9 @@ def variant_environments(env: dict[str, str], copy_root: str) -> dict[str, dict[
     """The function's environment for each variant of the Tracer."""
     path = os.pathsep.join(filter(None, [copy_root, env.get("PYTHONPATH")]))
     return {
-        TRACED: env,
+        AS_DEPLOYED: env,
         SWITCHED_OFF: {**env, **TRACE_DISABLED},
-        NO_TRACER: {**env, **TRACE_DISABLED, "PYTHONPATH": path},
+        TRACER_ALWAYS: {**env, **TRACE_DISABLED, "PYTHONPATH": path},
     }
 
 
@@ -272,8 +288,9 @@ def tracer_in_process(env: dict[str, str]) -> dict[str, float]:
 
 def xray_share(variant_runs: dict[str, list[dict[str, int]]]) -> dict[str, dict[str, Any]]:
     """Per variant, import self time (ms, medians of runs) in all and in the X-Ray SDK with what it alone
-    pulls in: the modules the variant imports that the variant without the Tracer never does."""
-    never = set().union(*variant_runs[NO_TRACER])
+    pulls in: the modules the variant imports that the layer with POWERTOOLS_TRACE_DISABLED=true, which
+    builds no Tracer in either environment, never does."""
+    never = set().union(*variant_runs[SWITCHED_OFF])
     shares: dict[str, dict[str, Any]] = {}
     for variant, runs in variant_runs.items():
         total = [sum(times.values()) for times in runs]
@@ -303,13 +320,14 @@ def xray_without_sdk(env: dict[str, str]) -> str:
 def main() -> int:
     with (
         tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root,
-        tempfile.TemporaryDirectory(prefix="observability-without-tracer-") as copy_root,
+        tempfile.TemporaryDirectory(prefix="observability-before-change-") as copy_root,
     ):
-        change = observability_without_tracer(Path(copy_root) / "dialogue")
+        change = observability_before_change(Path(copy_root) / "dialogue")
         environments = {"development": environment(False, task_root), "Lambda-like": environment(True, task_root)}
         ratios: dict[str, dict[str, Any]] = {}
         added: dict[str, dict[str, float]] = {}
         tracer: dict[str, dict[str, dict[str, Any]]] = {}
+        in_process: dict[str, dict[str, dict[str, float]]] = {}
         for name, env in environments.items():
             variants = variant_environments(env, copy_root)
             probes = {variant: probe(variant_env) for variant, variant_env in variants.items()}
@@ -320,7 +338,7 @@ def main() -> int:
                     "baseline": (BASELINE, env),
                     "floor": (FLOOR, env),
                     SWITCHED_OFF: (TURN_API, variants[SWITCHED_OFF]),
-                    NO_TRACER: (TURN_API, variants[NO_TRACER]),
+                    TRACER_ALWAYS: (TURN_API, variants[TRACER_ALWAYS]),
                 },
                 RUNS,
             )
@@ -339,35 +357,44 @@ def main() -> int:
                 variant: [import_times(TURN_API, variant_env) for _ in range(IMPORTTIME_RUNS)]
                 for variant, variant_env in variants.items()
             }
-            added[name] = added_by_package(env, variant_runs[TRACED])
+            added[name] = added_by_package(env, variant_runs[AS_DEPLOYED])
             shares = xray_share(variant_runs)
-            in_process = {variant: tracer_in_process(variants[variant]) for variant in (TRACED, SWITCHED_OFF)}
-            command = {TRACED: "turn_api", SWITCHED_OFF: SWITCHED_OFF, NO_TRACER: NO_TRACER}
+            # The SDK's import and the Tracer's build alone, in the function's environment and with the switch.
+            in_process[name] = {
+                AS_DEPLOYED: tracer_in_process(env),
+                SWITCHED_OFF: tracer_in_process(variants[SWITCHED_OFF]),
+            }
+            command = {AS_DEPLOYED: "turn_api", SWITCHED_OFF: SWITCHED_OFF, TRACER_ALWAYS: TRACER_ALWAYS}
             wall = {variant: times[command[variant]] for variant in VARIANTS}
             used = {variant: cpu[command[variant]] for variant in VARIANTS}
             tracer[name] = {
                 variant: {
                     "turn_api_ms": median(wall[variant]) * 1e3,
                     "ratio": median(wall[variant]) * 1e3 / baseline_ms,
-                    "change_ms": paired_change_ms(wall[variant], wall[TRACED]),
+                    "change_ms": paired_change_ms(wall[variant], wall[AS_DEPLOYED]),
                     "cpu_ms": median(used[variant]) * 1e3,
-                    "cpu_change_ms": paired_change_ms(used[variant], used[TRACED]),
+                    "cpu_change_ms": paired_change_ms(used[variant], used[AS_DEPLOYED]),
+                    "vs_tracer_always_ms": paired_change_ms(wall[variant], wall[TRACER_ALWAYS]),
+                    "cpu_vs_tracer_always_ms": paired_change_ms(used[variant], used[TRACER_ALWAYS]),
                     **shares[variant],
-                    "in_process": in_process.get(variant, {}),
                     "process": probes[variant],
                 }
                 for variant in VARIANTS
             }
-            emit(BENCH, "tracer", environment=name, runs=RUNS, variants=tracer[name])
-        without_xray = xray_without_sdk(environments["Lambda-like"])
-        proposed_without_sdk = xray_without_sdk(variant_environments(environments["Lambda-like"], copy_root)[NO_TRACER])
+            emit(BENCH, "tracer", environment=name, runs=RUNS, variants=tracer[name], in_process=in_process[name])
+        without_sdk = {
+            "development": xray_without_sdk(environments["development"]),
+            "Lambda-like": xray_without_sdk(environments["Lambda-like"]),
+            "Lambda-like, POWERTOOLS_TRACE_DISABLED=true": xray_without_sdk(
+                {**environments["Lambda-like"], **TRACE_DISABLED}
+            ),
+        }
         emit(
             BENCH,
             "importtime",
             added_ms=added,
-            turn_api_without_aws_xray_sdk=without_xray,
-            proposed_tracing_off_without_aws_xray_sdk=proposed_without_sdk,
-            observability_change=change,
+            turn_api_without_aws_xray_sdk=without_sdk,
+            observability_change_applied=change,
         )
 
     development = ratios["development"]
@@ -416,10 +443,10 @@ def main() -> int:
         f"typed routes) already cost {development['floor_ratio']:.2f}x the baseline "
         f"({lambda_like['floor_ratio']:.2f}x Lambda-like): the baseline imports the resolver class but neither "
         "pydantic nor the OpenAPI validation it pulls in. Beyond that floor (import self times, medians of "
-        f"{IMPORTTIME_RUNS} runs): the X-Ray SDK under Powertools' Tracer, {xray_ms['development']:.0f} ms here and "
-        f"{xray_ms['Lambda-like']:.0f} ms Lambda-like. Outside Lambda its recorder builds a sampler with two "
-        "botocore X-Ray clients (service models read from disk); in Lambda the SDK takes its Lambda path and "
-        "that cost goes, so the Lambda-like row is the one that speaks for a cold start. Then the dialogue "
+        f"{IMPORTTIME_RUNS} runs): the X-Ray SDK under Powertools' Tracer, {xray_ms['Lambda-like']:.0f} ms "
+        "Lambda-like, where, as in Lambda, tracing is on and the SDK takes its Lambda path (the Lambda-like row "
+        f"is the one that speaks for a cold start); {xray_ms['development']:.0f} ms in development, where "
+        "tracing is off and observability.py builds no Tracer. Then the dialogue "
         f"core, the API models and the handler module: {core_ms['development']:.0f} ms "
         f"({core_ms['Lambda-like']:.0f} ms Lambda-like), most of it pydantic building the validators of some "
         "40 model classes (the pack, records, jobs and API bodies) as they are defined; deferring those builds "
@@ -435,18 +462,18 @@ def main() -> int:
             "What `import turn_api` adds, by package (`-X importtime` self time in ms, median of "
             f"{IMPORTTIME_RUNS} runs, modules the baseline does not import):\n\n"
             + markdown_table(["package", "development", "Lambda-like"], added_rows),
-            _sdk_finding(without_xray, proposed_without_sdk),
-            _tracer_notes(tracer),
+            _sdk_finding(without_sdk),
+            _tracer_notes(tracer, in_process),
         ]
     )
     figure = f"{development['ratio']:.2f}x (Lambda-like environment: {lambda_like['ratio']:.2f}x)"
     values = {
         "ratios": ratios,
         "added_ms": added,
-        "turn_api_without_aws_xray_sdk": without_xray,
+        "turn_api_without_aws_xray_sdk": without_sdk,
         "tracer": tracer,
-        "proposed_tracing_off_without_aws_xray_sdk": proposed_without_sdk,
-        "observability_change": change,
+        "tracer_in_process": in_process,
+        "observability_change_applied": change,
     }
     summary(BENCH, QUESTION, GOAL_TEXT, figure=figure, met=met, table=table, notes=notes, values=values)
     return 0
@@ -457,55 +484,74 @@ def _yes(ratio: float) -> str:
 
 
 def _check_variants(environment_name: str, probes: dict[str, dict[str, Any]], copy_root: str) -> None:
-    """Each variant is what it claims to be, or the figures would compare the wrong things."""
-    lambda_like = environment_name == "Lambda-like"
+    """Each variant is what it claims to be, or the figures would compare the wrong things: the tracer its
+    process holds, whether that is disabled, whether it imported aws_xray_sdk and patched botocore, and
+    whether its observability.py came from the copy (the previous file) or the layer."""
+    tracing_off = {"tracer": "TracingOff", "disabled": True, "aws_xray_sdk_imported": False, "botocore_patched": False}
+    traced = {"tracer": "Tracer", "disabled": False, "aws_xray_sdk_imported": True, "botocore_patched": True}
     expected = {
-        TRACED: {"tracer": "Tracer", "disabled": not lambda_like, "aws_xray_sdk_imported": True},
-        SWITCHED_OFF: {"tracer": "Tracer", "disabled": True, "aws_xray_sdk_imported": True, "botocore_patched": False},
-        NO_TRACER: {"tracer": "_TracingOff", "aws_xray_sdk_imported": False},
+        AS_DEPLOYED: traced if environment_name == "Lambda-like" else tracing_off,
+        SWITCHED_OFF: tracing_off,
+        TRACER_ALWAYS: {"tracer": "Tracer", "disabled": True, "aws_xray_sdk_imported": True, "botocore_patched": False},
     }
     for variant, wanted in expected.items():
         found = probes[variant]
         from_copy = found["observability"].startswith(copy_root)
         wrong = {key: found[key] for key, value in wanted.items() if found[key] != value}
-        if wrong or from_copy != (variant == NO_TRACER):
+        if wrong or from_copy != (variant == TRACER_ALWAYS):
             raise SystemExit(f"P3: {environment_name}, {variant} is not as measured: {found}")
 
 
-def _sdk_finding(without_xray: str, proposed_without_sdk: str) -> str:
+def _outcome(result: str) -> str:
+    return "imports" if result == "imports" else f"fails (`{result}`)"
+
+
+def _sdk_finding(without_sdk: dict[str, str]) -> str:
     requirements = LAYER_REQUIREMENTS.read_text(encoding="utf-8")
     extra = any(line.replace(" ", "").startswith("aws-lambda-powertools[tracer]") for line in requirements.splitlines())
-    proposed = (
-        f"With the proposed observability.py and tracing off, it {proposed_without_sdk}; with tracing on it "
-        "needs the SDK as now."
+    outcomes = (
+        f"With the SDK absent, `import turn_api` in the Lambda-like environment "
+        f"{_outcome(without_sdk['Lambda-like'])}; there with POWERTOOLS_TRACE_DISABLED=true it "
+        f"{_outcome(without_sdk['Lambda-like, POWERTOOLS_TRACE_DISABLED=true'])}; in development it "
+        f"{_outcome(without_sdk['development'])}."
     )
     if extra:
         return (
             "The X-Ray SDK must ship in the layer, and does (layers/dialogue/requirements.txt pins "
-            "aws-lambda-powertools with its `tracer` extra; the python3.12 runtime has no aws-xray-sdk): Powertools' "
-            "Tracer imports the SDK when it is built, at import of dialogue.aws.observability, and with the SDK "
-            f"absent `import turn_api` → `{without_xray}`. " + proposed
+            "aws-lambda-powertools with its `tracer` extra; the python3.12 runtime has no aws-xray-sdk): where "
+            "tracing is on, Powertools' Tracer imports the SDK when it is built, at import of "
+            "dialogue.aws.observability; where it is off, nothing imports it. " + outcomes
         )
     return (
         "A finding on the way: the layer built from layers/dialogue/requirements.txt holds no aws-xray-sdk "
-        "(aws-lambda-powertools is pinned without its `tracer` extra) and Powertools' Tracer imports the SDK "
-        "when it is built, at import of dialogue.aws.observability. With the SDK absent, `import turn_api` → "
-        f"`{without_xray}`: unless the Lambda runtime provides aws-xray-sdk, both functions fail at init. "
-        "These figures include the SDK, as a working deployment must. " + proposed
+        "(aws-lambda-powertools is pinned without its `tracer` extra), and where tracing is on Powertools' "
+        "Tracer imports the SDK when it is built, at import of dialogue.aws.observability. " + outcomes + " "
+        "Unless the Lambda runtime provides aws-xray-sdk, both functions fail at init with tracing on. These "
+        "figures include the SDK, as a working deployment with tracing must."
     )
 
 
-def _tracer_notes(tracer: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """The second table, the Tracer with and without, and the decision it supports."""
+def _tracer_cell(process: dict[str, Any]) -> str:
+    if process["tracer"] != "Tracer":
+        return str(process["tracer"])
+    return "Tracer, disabled" if process["disabled"] else "Tracer, tracing"
+
+
+def _tracer_notes(
+    tracer: dict[str, dict[str, dict[str, Any]]], in_process: dict[str, dict[str, dict[str, float]]]
+) -> str:
+    """The second table, the Tracer as deployed, switched off and always built, and the decision it supports."""
     rows = [
         [
             name,
             VARIANTS[variant],
+            _tracer_cell(row["process"]),
+            "yes" if row["process"]["aws_xray_sdk_imported"] else "no",
             f"{row['turn_api_ms']:.0f}",
             f"{row['ratio']:.2f}x",
-            "" if variant == TRACED else f"{row['change_ms']:+.0f}",
+            "" if variant == AS_DEPLOYED else f"{row['change_ms']:+.0f}",
             f"{row['cpu_ms']:.0f}",
-            "" if variant == TRACED else f"{row['cpu_change_ms']:+.0f}",
+            "" if variant == AS_DEPLOYED else f"{row['cpu_change_ms']:+.0f}",
             f"{row['xray_ms']:.1f}",
             f"{row['share']:.0%}",
         ]
@@ -516,67 +562,92 @@ def _tracer_notes(tracer: dict[str, dict[str, dict[str, Any]]]) -> str:
         [
             "environment",
             "variant",
+            "tracer",
+            "X-Ray SDK imported",
             "import turn_api (ms)",
             "ratio to boto3 + resolver",
-            "vs Tracer (ms)",
+            "vs as deployed (ms)",
             "CPU (ms)",
-            "vs Tracer, CPU (ms)",
+            "vs as deployed, CPU (ms)",
             "X-Ray SDK + what it pulls in, import self time (ms)",
             "share of import self time",
         ],
         rows,
     )
     lam, dev = tracer["Lambda-like"], tracer["development"]
+    lam_cost, dev_cost = in_process["Lambda-like"], in_process["development"]
+    build_saved = lam_cost[AS_DEPLOYED]["build_tracer_ms"] - lam_cost[SWITCHED_OFF]["build_tracer_ms"]
     packages = ", ".join(
-        f"{package} {ms:.1f}" for package, ms in lam[TRACED]["xray_by_package_ms_first_run"].items() if ms >= 0.5
+        f"{package} {ms:.1f}" for package, ms in lam[AS_DEPLOYED]["xray_by_package_ms_first_run"].items() if ms >= 0.5
     )
     measured = (
-        "The Tracer, with and without: medians of the same interleaved fresh processes; vs Tracer, the median of "
-        "the per-round differences from the Tracer as deployed (each round runs every command once); CPU, the "
-        "process's user + system time, which other work on the machine disturbs less than wall time; the X-Ray "
-        f"SDK's import self time, medians of {IMPORTTIME_RUNS} runs, counts the modules a variant imports that "
-        f"the one without the Tracer never does (Lambda-like, in one run: {packages} ms), its share is of the "
-        "variant's whole import self time. POWERTOOLS_TRACE_DISABLED=true is Powertools' "
-        "own switch, and it does not keep the SDK out: the Tracer takes the SDK's recorder as its provider (importing "
-        "aws_xray_sdk.core, whose recorder is built at import) before it reads `disabled`, which then skips only "
-        "the botocore patch and the recorder's streaming setting; outside Lambda Powertools already disables it, "
-        "so the switch changes nothing there. The proposed observability.py builds the Tracer only when tracing is "
-        "on, by Powertools' rule (in Lambda, unless POWERTOOLS_TRACE_DISABLED, `sam local` or Chalice), and "
-        "otherwise gives the handlers a decorator that does nothing; nothing then imports aws_xray_sdk or wrapt.\n\n"
+        "The Tracer as deployed, switched off, and always built as before this change: medians of the same "
+        "interleaved fresh processes; vs as deployed, the median of the per-round differences from the layer as "
+        "deployed (each round runs every command once); CPU, the process's user + system time, which other work "
+        "on the machine disturbs less than wall time; the X-Ray SDK's import self time, medians of "
+        f"{IMPORTTIME_RUNS} runs, counts the modules a variant imports that the layer with "
+        "POWERTOOLS_TRACE_DISABLED=true never does (Lambda-like as deployed, in one run: "
+        f"{packages or 'none'} ms), its share is of the variant's whole import self time. Each variant's "
+        "process is checked before it is timed: its tracer, whether it imported aws_xray_sdk and patched "
+        "botocore, and which observability.py it loaded. observability.py builds the Tracer only where tracing "
+        "is on, by Powertools' rule (in Lambda, unless POWERTOOLS_TRACE_DISABLED, `sam local` or Chalice), and "
+        "otherwise gives the handlers `TracingOff`, which imports nothing. Before, it built the Tracer "
+        "everywhere, and POWERTOOLS_TRACE_DISABLED=true, Powertools' own switch, did not keep the SDK out: the "
+        "Tracer takes the SDK's recorder as its provider (importing aws_xray_sdk.core, whose recorder is built at "
+        "import) before it reads `disabled`, which then skips only the botocore patch and the recorder's streaming "
+        "setting; outside Lambda Powertools disables that Tracer by itself, so there the switch changed nothing.\n\n"
         + table
         + "\n\nTimed inside fresh processes once boto3 and Powertools are imported (medians of "
         f"{IN_PROCESS_RUNS}): `import aws_xray_sdk.core` takes "
-        f"{lam[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} ms Lambda-like "
-        f"({dev[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} ms development), with or without the switch; "
+        f"{lam_cost[AS_DEPLOYED]['import_xray_sdk_core_ms']:.0f} ms Lambda-like "
+        f"({lam_cost[SWITCHED_OFF]['import_xray_sdk_core_ms']:.0f} ms with POWERTOOLS_TRACE_DISABLED=true; "
+        f"{dev_cost[AS_DEPLOYED]['import_xray_sdk_core_ms']:.0f} ms development); "
         '`Tracer(patch_modules=("botocore",))` then takes '
-        f"{lam[TRACED]['in_process']['build_tracer_ms']:.1f} ms Lambda-like, "
-        f"{lam[SWITCHED_OFF]['in_process']['build_tracer_ms']:.1f} ms with POWERTOOLS_TRACE_DISABLED=true: "
-        "that difference is all the switch saves."
+        f"{lam_cost[AS_DEPLOYED]['build_tracer_ms']:.1f} ms Lambda-like, "
+        f"{lam_cost[SWITCHED_OFF]['build_tracer_ms']:.1f} ms with the switch. Before this change that "
+        f"difference, {build_saved:.1f} ms, "
+        "was all the switch saved; now no Tracer is built with it, and it saves the import as well."
+    )
+    noise = dev[SWITCHED_OFF]
+    scale = (
+        "the development rows as deployed and with the switch run the same code and differ by "
+        f"{noise['change_ms']:+.0f} ms wall, {noise['cpu_change_ms']:+.0f} ms CPU"
+    )
+    switched = lam[SWITCHED_OFF]
+    within_noise = max(abs(switched["change_ms"]), abs(switched["vs_tracer_always_ms"])) <= abs(noise["change_ms"])
+    whole = (
+        f"Lambda-like, whole processes read {switched['change_ms']:+.0f} ms in wall time "
+        f"({switched['cpu_change_ms']:+.0f} ms CPU) against the functions as deployed and "
+        f"{switched['vs_tracer_always_ms']:+.0f} ms ({switched['cpu_vs_tracer_always_ms']:+.0f} ms CPU) against the "
+        "Tracer always built with the same switch"
+        + (
+            f", differences whole processes cannot resolve here: {scale}."
+            if within_noise
+            else f" (for scale, {scale})."
+        )
     )
     decision = (
-        "Decision: keep the Tracer on in the deployed functions (Tracing: Active, template.yaml). In Lambda "
-        f"the X-Ray SDK and what it pulls in are {lam[TRACED]['xray_ms']:.0f} ms of import self time "
-        f"({lam[TRACED]['share']:.0%} of `import turn_api`; {lam[TRACED]['in_process']['import_xray_sdk_core_ms']:.0f} "
-        "ms timed in-process), and POWERTOOLS_TRACE_DISABLED=true saves "
-        f"{lam[TRACED]['in_process']['build_tracer_ms'] - lam[SWITCHED_OFF]['in_process']['build_tracer_ms']:.1f} ms "
-        "of it; whole processes, in wall time, read "
-        f"{lam[NO_TRACER]['change_ms']:+.0f} ms without the SDK and {lam[SWITCHED_OFF]['change_ms']:+.0f} ms with "
-        "the switch (for scale: the development switch row, where the switch changes no code path, reads "
-        f"{dev[SWITCHED_OFF]['change_ms']:+.0f} ms). Measured outside Lambda the SDK "
-        "weighs far more, because its recorder builds a sampler with botocore X-Ray clients there (development: "
-        f"{dev[TRACED]['xray_ms']:.0f} ms, {dev[TRACED]['share']:.0%}; without it {dev[NO_TRACER]['change_ms']:+.0f} "
-        "ms). With SnapStart on the published versions the import runs once, when a version is published and its "
-        "snapshot taken; a restored cold start skips it, so in the cold starts users meet the Tracer costs nothing, "
-        "while X-Ray is the one view that follows a turn across the API, the table's stream, the dispatch function, "
-        "SQS and the screen Lambda. What remains without SnapStart: in a region that does not offer it for Python, "
-        f"or an invocation of the unpublished $LATEST, about {lam[TRACED]['xray_ms']:.0f} ms of import per cold "
-        "start, which buys the traces; under `sam local invoke` (LAMBDA_TASK_ROOT set, so the SDK takes its Lambda "
-        "path; AWS_SAM_LOCAL set, so Powertools disables the Tracer) the same import for no trace; in tests, devstack "
-        "and anything else outside Lambda the development figure, for no trace. Building the Tracer only when "
-        "tracing is on (the variant measured above; its change to observability.py is in this bench's JSON as "
-        "`observability_change`, not applied yet) would remove those last two, change nothing where tracing is on, "
-        "and make POWERTOOLS_TRACE_DISABLED=true a real saving where a deployment without SnapStart would rather "
-        "have the milliseconds than the traces."
+        "Decision: the Tracer stays on in the deployed functions (Tracing: Active, template.yaml), and "
+        "observability.py now builds it only where tracing is on. In Lambda the X-Ray SDK and what it pulls in "
+        f"are {lam[AS_DEPLOYED]['xray_ms']:.0f} ms of import self time ({lam[AS_DEPLOYED]['share']:.0%} of "
+        f"all `import turn_api` imports; {lam_cost[AS_DEPLOYED]['import_xray_sdk_core_ms']:.0f} ms timed "
+        "in-process). With SnapStart on the published versions the import runs once, when a version is "
+        "published and its snapshot taken; a restored cold start skips it, so in the cold starts users meet the "
+        "Tracer costs nothing, while X-Ray is the one view that follows a turn across the API, the table's "
+        "stream, the dispatch function, SQS and the screen Lambda. Without SnapStart (a region that does not "
+        "offer it for Python, or an invocation of the unpublished $LATEST) each cold start pays that import, "
+        "which buys the traces. A deployment that would rather have the milliseconds sets "
+        "POWERTOOLS_TRACE_DISABLED=true, which now keeps the SDK out: before this change the Tracer, built "
+        f"anyway, still imported it with the switch ({lam[TRACER_ALWAYS]['xray_ms']:.0f} ms of import self time, "
+        f"{lam_cost[SWITCHED_OFF]['import_xray_sdk_core_ms']:.0f} ms timed in-process), and the switch saved "
+        f"only its build ({build_saved:.1f} ms). " + whole + " Tests, devstack and `sam local invoke` "
+        "(outside Lambda, or AWS_SAM_LOCAL set: Powertools disables tracing) no longer import the SDK: in "
+        f"development the Tracer always built reads {dev[TRACER_ALWAYS]['change_ms']:+.0f} ms wall and "
+        f"{dev[TRACER_ALWAYS]['cpu_change_ms']:+.0f} ms CPU per process against as deployed "
+        f"({dev[TRACER_ALWAYS]['xray_ms']:.0f} ms of import self time in the SDK and what it pulls in: outside "
+        "Lambda its recorder builds a sampler with botocore X-Ray clients); `sam local invoke` sets "
+        "LAMBDA_TASK_ROOT, so the SDK takes its Lambda path there, and the change saves it the Lambda-like "
+        "import above."
     )
     return measured + "\n\n" + decision
 

@@ -67,6 +67,9 @@ FIXES = """\
   the X-Ray SDK supports that was installed (httpx, requests, sqlite3, ...), importing each at cold
   start; the functions only call AWS through boto3, so it now patches botocore alone. Before: 2.16x
   Lambda-like (2.46x in the development environment, where the X-Ray SDK's own start dominates).
+  The Tracer is now built only where tracing is on (Powertools' own rule), so tests, devstack,
+  `sam local invoke` and POWERTOOLS_TRACE_DISABLED=true no longer import the X-Ray SDK (P3's second table
+  measures the Tracer always built beside it).
 - **P5, storage** (`layers/dialogue/dialogue/aws/table.py`, `aws/turns.py`, `aws/replies.py`): an earlier
   run kept the TURN item under 400 B with epoch-second times and the screens that fired as a bit field.
   The goal is now one write unit (1 KB) per item, and the record is kept readable instead: every time in
