@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from dialogue.local_cache import cache_folder
 from dialogue.realize import DESIGN_TOKEN_BUDGET, MAX_NEW_TOKENS, ChatMessage, Realization, RealizeJob
 from realizer.engine_types import QWEN_MODEL_ID, QWEN_REVISION, EngineUnavailable
 from realizer.logs import log
@@ -251,6 +250,8 @@ def smollm_cache_dir(gguf: Path) -> Path | None:
     """The folder the GGUF's dequantized weights and tokenizer are kept in, named by the package's version
     and the file's hash as the package's RECORD gives it (so another release, or another file, is another
     folder); None when the cache is off."""
+    from dialogue.local_cache import cache_folder  # local runs only: the realizer's image does not hold it
+
     base = cache_folder(SMOLLM_CACHE_ENV)
     if base is None:
         return None
