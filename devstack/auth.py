@@ -14,6 +14,7 @@ cryptography.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -72,9 +73,16 @@ class LocalIssuer:
             with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
                 os.link(draft, path)
             draft.unlink()
-        loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        return cls._from_pem(path.read_bytes(), str(path))
+
+    @classmethod
+    @functools.lru_cache(maxsize=4)
+    def _from_pem(cls, pem: bytes, where: str) -> LocalIssuer:
+        """The issuer a key file's bytes make, parsed once per process for the same bytes: every local stack
+        loads it, and parsing and checking an RSA key is about 45 ms of CPU. Other bytes are parsed afresh."""
+        loaded = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(loaded, rsa.RSAPrivateKey):
-            raise ValueError(f"{path} does not hold an RSA private key")
+            raise ValueError(f"{where} does not hold an RSA private key")
         public = loaded.public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )

@@ -6,11 +6,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from devstack.auth import CLIENT_ID, JwtAuthorizer, LocalIssuer
+from devstack.auth import CLIENT_ID, KEY_FILE, JwtAuthorizer, LocalIssuer
 from devstack.pages import AUTHORIZE, TOKEN, Pages
 
 REDIRECT = "http://127.0.0.1:3000/console"
@@ -142,3 +143,17 @@ def test_the_authorizer_judges_aud_when_a_token_has_one_as_api_gateway_does(issu
     assert authorizer.claims(f"Bearer {signed(aud=['some-other-app'])}") is None
     assert authorizer.claims(f"Bearer {signed(aud=CLIENT_ID, client_id='some-other-app')}") is not None
     assert authorizer.claims(f"Bearer {signed(client_id='some-other-app')}") is None
+
+
+def test_the_signing_key_is_read_from_its_file_each_time_and_parsed_once_per_content(tmp_path: Path) -> None:
+    """Every local stack loads the issuer: the same file gives the same key without parsing it again, and a
+    file replaced with another key gives that key."""
+    first = LocalIssuer.load(tmp_path)
+    assert LocalIssuer.load(tmp_path) is first
+    other = LocalIssuer.load(tmp_path / "elsewhere")
+    assert other.key_id != first.key_id
+    (tmp_path / KEY_FILE).write_bytes((tmp_path / "elsewhere" / KEY_FILE).read_bytes())
+    assert LocalIssuer.load(tmp_path).key_id == other.key_id
+    (tmp_path / KEY_FILE).write_bytes(b"-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    with pytest.raises(ValueError):
+        LocalIssuer.load(tmp_path)
