@@ -206,8 +206,8 @@ def test_one_failed_check_makes_the_exit_status_1_and_the_line_carries_its_fix(a
 
 def test_the_region_option_reaches_aws(aws: None) -> None:
     account = Account()
-    run([*ready(), "--region", "eu-west-3"], account)
-    assert account.regions == ["eu-west-3"]
+    run([*ready(), "--region", "eu-west-2"], account)
+    assert account.regions == ["eu-west-2"]
 
 
 def test_no_region_is_one_sentence_and_exit_1(
@@ -238,21 +238,21 @@ def test_the_gpu_types_come_from_the_template() -> None:
 
 def test_a_region_missing_one_gpu_type_fails_with_three_it_offers(aws: None) -> None:
     ecs_role_exists()
-    status, lines, _ = run([*ready(), "--region", "eu-west-3"])  # moto: no g6e.xlarge there
+    status, lines, _ = run([*ready(), "--region", "eu-west-2"])  # moto: no g6e.xlarge there
     assert status == 1
     line = line_about(lines, "GpuInstanceTypes")
     assert line.startswith(
-        "FAIL  eu-west-3 does not offer g6e.xlarge, of GpuInstanceTypes g6.xlarge,g5.xlarge,g6e.xlarge"
+        "FAIL  eu-west-2 does not offer g6e.xlarge, of GpuInstanceTypes g6.xlarge,g5.xlarge,g6e.xlarge"
     )
     assert "Fix: answer sam deploy --guided's GpuInstanceTypes with g6.xlarge,g5.xlarge,g5.2xlarge" in line
     # The quota is still compared, against the types the region offers.
     assert line_about(lines, "G and VT").startswith("ok    ")
 
     status, lines, _ = run(
-        [*ready(), "--region", "eu-west-3", "--gpu-instance-types", "g6.xlarge,g5.xlarge,g5.2xlarge"]
+        [*ready(), "--region", "eu-west-2", "--gpu-instance-types", "g6.xlarge,g5.xlarge,g5.2xlarge"]
     )
     assert status == 0, lines
-    assert "eu-west-3 offers the GPU types g6.xlarge, g5.xlarge and g5.2xlarge" in lines[0]
+    assert "eu-west-2 offers the GPU types g6.xlarge, g5.xlarge and g5.2xlarge" in lines[0]
 
 
 def test_a_region_with_two_of_the_gpu_types_is_told_to_deploy_with_those_two(aws: None) -> None:
@@ -657,7 +657,7 @@ def make_command(*variables: str) -> list[str]:
 
 def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None:
     command = make_command(
-        "REGION=eu-west-3",
+        "REGION=eu-west-2",
         f"DOMAIN_PREFIX={PREFIX}",
         f"ALARM_EMAIL={EMAIL}",
         "GPU_INSTANCE_TYPES=g6.xlarge,g5.xlarge,g5.2xlarge",
@@ -667,7 +667,7 @@ def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None
     argv = command[4:]
     assert argv == [
         "--region",
-        "eu-west-3",
+        "eu-west-2",
         "--domain-prefix",
         PREFIX,
         "--alarm-email",
@@ -679,8 +679,8 @@ def test_make_preflight_passes_its_variables_and_runs_on_moto(aws: None) -> None
     account = Account()
     status, lines, summary = run(argv, account)
     assert status == 0, lines
-    assert account.regions == ["eu-west-3"]
-    assert summary == "preflight: all 9 checks passed in eu-west-3."
+    assert account.regions == ["eu-west-2"]
+    assert summary == "preflight: all 9 checks passed in eu-west-2."
 
 
 def test_make_preflight_without_variables_passes_no_options() -> None:
