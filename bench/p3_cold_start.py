@@ -72,46 +72,10 @@ VARIANTS = {
 }
 # observability.py as it was before the Tracer was built only where tracing is on, measured as
 # TRACER_ALWAYS: (text in the layer's module, the previous text), each found exactly once. The copy builds
-# `Tracer(patch_modules=("botocore",))` whatever the environment; the change made is in this bench's JSON
-# as `observability_change_applied`, a diff from that previous file to the layer's.
+# `Tracer(patch_modules=("botocore",))` whatever the environment (its TracingOff and tracing_on stay
+# defined, unused); the change made is in this bench's JSON as `observability_change_applied`, a diff from
+# that file to the layer's.
 PREVIOUS_OBSERVABILITY = (
-    (
-        '''"""The one place that owns the logger, tracer and metrics. Log ids, actions and sizes, never text.
-
-The Tracer is built only where tracing is on, by Powertools' own rule: in Lambda, unless
-POWERTOOLS_TRACE_DISABLED is true, or under `sam local` or Chalice. Elsewhere (tests, devstack, `sam local
-invoke`) the handlers get `TracingOff`, whose decorator does nothing: Powertools' Tracer, even disabled,
-imports the X-Ray SDK and builds its recorder, and outside Lambda that recorder builds two botocore X-Ray
-clients (about 0.3 s of CPU per process; bench/RESULTS.md, P3).
-"""
-''',
-        '"""The one place that owns the logger, tracer and metrics. Log ids, actions and sizes, never text."""\n',
-    ),
-    ("import os\nfrom collections.abc import Callable\nfrom typing import Any\n", "import os\n"),
-    (
-        '''
-
-class TracingOff:
-    """The handlers' tracer where tracing is off: `capture_lambda_handler`, with or without its options,
-    returns the handler unchanged. Nothing imports aws_xray_sdk."""
-
-    disabled = True
-
-    def capture_lambda_handler(
-        self, lambda_handler: Callable[..., Any] | None = None, **_options: Any
-    ) -> Callable[..., Any]:
-        return self.capture_lambda_handler if lambda_handler is None else lambda_handler
-
-
-def tracing_on() -> bool:
-    """Powertools' rule for whether its Tracer traces (Tracer._is_tracer_disabled, in the pinned
-    aws-lambda-powertools; tests/unit/test_observability.py holds it to each case): the environment
-    variables only, and it imports nothing."""
-    return not Tracer._is_tracer_disabled()
-
-''',
-        "",
-    ),
     (
         'tracer: Tracer | TracingOff = Tracer(patch_modules=("botocore",)) if tracing_on() else TracingOff()\n',
         'tracer = Tracer(patch_modules=("botocore",))\n',
