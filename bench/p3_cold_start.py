@@ -20,8 +20,8 @@ nothing: as deployed, the Lambda-like environment gets a Tracer with botocore pa
 (tests, devstack) no Tracer and no X-Ray SDK. Once with POWERTOOLS_TRACE_DISABLED=true, Powertools' own
 switch, as a function configured without tracing would run it: no Tracer in either environment. Once more
 with the same switch and observability.py as it was before that change, the Tracer built whatever the
-environment (PREVIOUS_OBSERVABILITY, text replacements on the layer's file): a copy of the layer's dialogue
-package in a temporary folder put ahead of the layer on PYTHONPATH (the layer is not touched). That Tracer,
+environment (PREVIOUS_OBSERVABILITY, the tracer's line replaced in the layer's file): a copy of the layer's
+dialogue package in a temporary folder put ahead of the layer on PYTHONPATH (the layer is not touched). That Tracer,
 even disabled, imports the X-Ray SDK and builds its recorder (it takes the SDK's recorder as its provider
 before it looks at `disabled`); the switch skipped only the botocore patch and the recorder's streaming
 setting. Per variant: the median, its ratio to the baseline, the per-round difference from the layer as

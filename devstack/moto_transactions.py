@@ -11,8 +11,8 @@ checks a cancelled transaction that updated, put and deleted leaves items and st
 
 It reaches into moto's internals (the `copy` module its DynamoDB models use, `transact_write_items`,
 a table's `items` and `stream_shard`), because moto offers no setting or public hook for this: as of
-moto 5.1.22 (pinned), 5.2.5 and the upstream source, `transact_write_items` deep-copies each table it names, with no
-option. Without it, 300 conversations of four requests take 424 s instead of 32 s on devstack (each
+moto 5.1.22 (pinned), 5.2.5 and the upstream source, `transact_write_items` deep-copies each table it
+names, with no option. Without it, 300 conversations of four requests take 424 s instead of 32 s on devstack (each
 request ~400 ms at 1,200 items and growing with the table), so the fuzz tier's thousands of requests
 would not fit CI. moto is pinned (requirements-test.txt); where a release no longer copies through
 its models' `copy` module or lacks `transact_write_items`, `light_transaction_snapshots` warns and leaves
