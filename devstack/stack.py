@@ -31,6 +31,7 @@ from moto import mock_aws
 from devstack.auth import JwtAuthorizer, LocalIssuer
 from devstack.events import LOCAL_ORIGIN_VERIFY, FakeLambdaContext, http_event, sqs_event
 from devstack.faults import FaultInjector
+from devstack.moto_kms import symmetric_keys_share_one_unused_rsa_key
 from devstack.moto_transactions import light_transaction_snapshots
 from devstack.reads import ItemReads
 from devstack.streams import StreamMapping
@@ -573,7 +574,7 @@ def local_stack(
     sent: list[dict[str, str]] = []
     clock = QueueClock(start)
     try:
-        with mock_aws(), clock.installed(), light_transaction_snapshots():
+        with mock_aws(), clock.installed(), light_transaction_snapshots(), symmetric_keys_share_one_unused_rsa_key():
             # A fresh default session, so the hook below reaches every client the handlers create; its
             # service models come from the loader every stack in this process shares (read once, not per
             # stack: about a fifth of a stack's start).

@@ -3,6 +3,7 @@ profiles; and each test's tier marker, from its folder."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -35,7 +36,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 
 # devstack's staff signing key (devstack/auth.py) for this run only: every local stack and every
 # `devstack serve` or `devstack token` the tests start shares it, and none touches the project's own.
-os.environ.setdefault("DEVSTACK_HOME", tempfile.mkdtemp(prefix="devstack-home-"))
+# The process that makes the folder removes it, key and all, when it exits; pytest-xdist's workers and
+# the tests' subprocesses inherit the variable and make none of their own.
+if not os.environ.get("DEVSTACK_HOME"):
+    os.environ["DEVSTACK_HOME"] = tempfile.mkdtemp(prefix="devstack-home-")
+    atexit.register(shutil.rmtree, os.environ["DEVSTACK_HOME"], ignore_errors=True)
 
 # A local stack starts its handlers afresh (forget_loaded_packs), as a new Lambda process would, so every
 # test's first turn loaded the pack again, compiled its patterns and built its examples' index: about 2 s

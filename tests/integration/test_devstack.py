@@ -1,16 +1,19 @@
 """The local stack behaves as the AWS pieces it stands for: the stream's event source mapping (filter,
 batches, retry from the first failure), the queues' clock, and moto's transactions undone correctly
-from the lighter snapshot devstack gives them."""
+from the lighter snapshot devstack gives them, and moto's KMS keys (symmetric ones share one unused RSA key)."""
 
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
+from cryptography.hazmat.primitives.asymmetric import rsa
 from desk_calls import new_conversation
 
-from devstack.stack import TABLE_NAME, LocalStack
+from devstack.stack import REGION, TABLE_NAME, LocalStack
 from devstack.streams import StreamMapping
 from dialogue.aws.turns import PENDING_TURN_INSERTS
 
@@ -159,3 +162,19 @@ def test_a_cancelled_transaction_leaves_items_and_stream_as_they_were(stack: Loc
     stack.dynamodb.transact_write_items(TransactItems=[SET_A_TO_TWO])
     assert item(stack, "A")["v"] == {"N": "2"}
     assert stream_records() == records_before + 1
+
+
+def test_a_symmetric_key_makes_no_rsa_key_and_an_asymmetric_one_makes_its_own(stack: LocalStack) -> None:
+    """moto makes an RSA key for every KMS key; devstack's symmetric keys share one, made once per process."""
+    kms = boto3.client("kms", region_name=REGION)
+    with mock.patch.object(rsa, "generate_private_key", wraps=rsa.generate_private_key) as made:
+        symmetric = [kms.create_key()["KeyMetadata"]["KeyId"] for _ in range(2)]
+        assert made.call_count == 0
+        signing = [kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"] for _ in range(2)]
+        assert made.call_count == 2
+    first, second = (kms.get_public_key(KeyId=key)["PublicKey"] for key in signing)
+    assert first != second
+    # Each symmetric key still seals and opens with its own material, as moto does.
+    for key in symmetric:
+        opened = kms.decrypt(CiphertextBlob=kms.encrypt(KeyId=key, Plaintext=b"0117 496 0000")["CiphertextBlob"])
+        assert (opened["Plaintext"], opened["KeyId"].rsplit("/", 1)[-1]) == (b"0117 496 0000", key)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -14,6 +17,7 @@ import pytest
 from devstack.auth import CLIENT_ID, KEY_FILE, JwtAuthorizer, LocalIssuer
 from devstack.pages import AUTHORIZE, TOKEN, Pages
 
+ROOT = Path(__file__).resolve().parents[2]
 REDIRECT = "http://127.0.0.1:3000/console"
 VERIFIER = "v" * 20 + "-verifier-of-at-least-43-characters-for-pkce"
 
@@ -157,3 +161,18 @@ def test_the_signing_key_is_read_from_its_file_each_time_and_parsed_once_per_con
     (tmp_path / KEY_FILE).write_bytes(b"-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
     with pytest.raises(ValueError):
         LocalIssuer.load(tmp_path)
+
+
+def test_a_test_run_leaves_no_signing_key_behind(tmp_path: Path) -> None:
+    """tests/conftest.py gives each run a DEVSTACK_HOME of its own, for the staff signing key: the process
+    that made it removes it when it exits, and a process that inherits the variable makes none."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop("DEVSTACK_HOME", None)
+    collect = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--collect-only",
+               "tests/integration/test_local_sign_in.py"]  # fmt: skip
+    subprocess.run(collect, cwd=ROOT, env=env, check=True, capture_output=True)
+    assert list(tmp_path.glob("devstack-home-*")) == []
+    inherited = tmp_path / "given"
+    inherited.mkdir()
+    subprocess.run(collect, cwd=ROOT, env={**env, "DEVSTACK_HOME": str(inherited)}, check=True, capture_output=True)
+    assert list(tmp_path.iterdir()) == [inherited]
