@@ -236,6 +236,16 @@ def test_the_gpu_types_come_from_the_template() -> None:
     assert facts.domain_pattern == decoded["Parameters"]["StaffSignInDomainPrefix"]["AllowedPattern"]
 
 
+def test_the_template_reads_the_same_with_libyaml_as_without(monkeypatch: pytest.MonkeyPatch) -> None:
+    """load_template takes libyaml's parser where PyYAML has it, and PyYAML's own where not."""
+    import yaml  # type: ignore[import-untyped]
+
+    with_libyaml = preflight.load_template(TEMPLATE)
+    monkeypatch.delattr(yaml, "CSafeLoader")
+    assert preflight.load_template(TEMPLATE) == with_libyaml
+    assert with_libyaml["Resources"]["ConversationApi"]["Properties"]["StageName"] == {"Ref": "Stage"}
+
+
 def test_a_region_missing_one_gpu_type_fails_with_three_it_offers(aws: None) -> None:
     ecs_role_exists()
     status, lines, _ = run([*ready(), "--region", "eu-west-2"])  # moto: no g6e.xlarge there
