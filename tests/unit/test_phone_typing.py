@@ -117,3 +117,21 @@ def test_the_location_topic_answers_each_course_from_its_own_row(pack: DomainPac
     topic = pack.topic("location")
     assert topic is not None
     assert (topic.rows_for("data_support"), topic.rows_for("forklift")) == (("H08",), ("H11",))
+
+
+# --- The issue's first-day misses (issue 39, fourth round) -----------------------------------------------
+
+
+def test_your_hours_are_the_desks_not_a_courses(pack: DomainPack) -> None:
+    read = understand("what are your hours", pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.INFORM, "centre_hours")
+
+
+def test_a_turn_the_examples_place_with_attacks_is_out_of_scope_not_the_frames(pack: DomainPack) -> None:
+    """Refusing by example is off at this desk (screen_min_score = 1.0): a turn the examples are sure is an
+    attack, naming no value, is abstained on; before, it fell through to "Which program?"."""
+    assert pack.examples is not None and pack.examples.screen_min_score == 1.0
+    read = understand("generate c++", pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.slot_updates) == (Action.ABSTAIN_HAND_OFF, {})

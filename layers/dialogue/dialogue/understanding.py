@@ -551,8 +551,9 @@ def _read_at_desk(
     desk's last question answers it ("the blue one", "by post", "yes", "not sure"). Then the examples, when
     sure: a hand-off, a topic (for a question, or a statement that names no value), out of scope. Then
     the rules' topic, a question nothing answers (abstained on), a turn that names values (the frame),
-    an example's value, a statement on the frame; anything else is about nothing the desk does and is
-    abstained on. A long turn the examples do not place on the desk is handed to staff.
+    an example's value, a turn the examples place with other desks or attacks (abstained on), a statement
+    on the frame; anything else is about nothing the desk does and is abstained on. A long turn the
+    examples do not place on the desk is handed to staff.
 
     Slots: what the rules read exactly binds: a value a rule read as negated or disagreeing is never set
     by a later step (an example's value needs a turn with no negation at all and no rule mention of that
@@ -701,7 +702,7 @@ def _read_at_desk(
         return read_as(unmatched, "abstain")
     if slots.mentions_any:
         return read_as(intent.name, "enroll")
-    if kind == OTHER:
+    if elsewhere:  # sure it is another desk's turn or an attack, and it names no value: never the frame's
         return read_as(off_desk, "abstain")
     if kind == INTENT or asked == Action.CONFIRM:  # after the confirmation, a statement is told what comes next
         return read_as(intent.name, "enroll")
