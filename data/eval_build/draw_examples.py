@@ -5,9 +5,11 @@
 Topic questions come from the desk's `topic_cases.csv` (rows answered with `inform`) and from the
 tuning parts of its chatbot sets (rows with an `expected_topic`); turns for a person from the tuning
 parts of the person-request sets; injections and jailbreak prompts from the tuning parts of those sets;
-everything else those tuning parts hold (other desks' questions, other domains' requests, benign public
-text, "are you a bot?" look-alikes, statements about nothing the desk does) is `other`. Conversation
-files (with a `conversation_id`) are not drawn from: their turns mean what they mean in context. The
+asking to enrol from rows the desk takes up on its path (a request action among the expected ones: "I would
+like to Enroll", "save seat"); everything else those tuning parts hold (other desks' questions, other
+domains' requests, benign public text, "are you a bot?" look-alikes, statements about nothing the desk
+does) is `other`. Conversation files (with a `conversation_id`) are not drawn from: their turns mean what
+they mean in context. The
 held-out parts (`*_heldout*.csv`) are read for one thing only: a tuning text that a held-out part also
 holds (public sets repeat themselves) is left out, so that no held-out text is ever an example
 (tests/unit/test_examples.py checks it). The slot-value
@@ -149,6 +151,8 @@ def draw(desk: str) -> dict[str, object]:
                 add(person, text)
             elif action == "inform" and row.get("expected_topic"):
                 add(topics.setdefault(row["expected_topic"], []), text)
+            elif any(choice.startswith("request_") for choice in action.split("|")):
+                add(enroll, text)  # "I would like to enrol", "time table": the desk's path, never `other`
             elif group != "injection_nonenglish":
                 add(other, text)
     return {

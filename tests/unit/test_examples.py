@@ -60,6 +60,27 @@ def test_no_held_out_text_is_an_example(desk: str) -> None:
 
 
 @pytest.mark.parametrize("desk", DESKS)
+def test_no_example_of_other_is_a_turn_its_own_tuning_part_puts_on_the_desk_path(desk: str) -> None:
+    """An `other` example is a turn the desk does not take up. One a tuning part expects the desk to take up
+    ("I would like to Enroll": request_program) turned every near turn away with an abstention."""
+    data = tomllib.loads((DATA / desk / "examples.toml").read_text(encoding="utf-8"))
+    other = {normalize(text) for text in data["other"]}
+    taken_up = []
+    for path in sorted((DATA / desk / "eval").glob("*_tune.csv")):
+        with path.open(newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                choices = set(row["expected_action"].split("|"))
+                on_the_path = not row["expected_action"].startswith("!") and not choices & {
+                    "abstain_hand_off",
+                    "hand_off",
+                }
+                if on_the_path and normalize(" ".join(row["text"].split())) in other:
+                    taken_up.append((path.name, row["text"], row["expected_action"]))
+    assert len(other) > 300
+    assert taken_up == []
+
+
+@pytest.mark.parametrize("desk", DESKS)
 def test_both_desks_read_with_examples_by_default(desk: str) -> None:
     pack = load_pack(DATA / desk)
     assert pack.understanding_profile is UnderstandingProfile.DESK

@@ -549,8 +549,11 @@ def _read_at_desk(
     reads nothing else. "Start over" restarts. A hand-off rule hands off. A question on a topic the desk
     does not cover (by rule) is abstained on: the desk must not answer half of it. A short answer to the
     desk's last question answers it ("the blue one", "by post", "yes", "not sure"). Then the examples, when
-    sure: a hand-off, a topic (for a question, or a statement that names no value), out of scope. Then
-    the rules' topic, a question nothing answers (abstained on), a turn that names values (the frame),
+    sure: a hand-off, a topic (for a question, or a statement that names no value), out of scope. Then a
+    short statement typed as a search that the examples and the rules place on one topic ("hours of
+    operation"); the rules' topic, unless it is a program's fact asked in words nearest other desks' turns
+    and the desk never uses ("civil course syllabus?": abstained on, never "which program?"); a question
+    nothing answers (abstained on), a turn that names values (the frame),
     an example's value, a turn the examples place with other desks or attacks (abstained on), a statement
     on the frame; anything else is about nothing the desk does and is abstained on. A long turn the
     examples do not place on the desk is handed to staff.
@@ -558,7 +561,8 @@ def _read_at_desk(
     Slots: what the rules read exactly binds: a value a rule read as negated or disagreeing is never set
     by a later step (an example's value needs a turn with no negation at all and no rule mention of that
     slot). A value's own words ("data", "forklfit") count for the slot just asked, in a correction, a
-    statement on the frame or a short turn. A turn the desk does not take up changes no slot.
+    statement on the frame, a short turn, or a statement that names an offering and is nearest the desk's own
+    examples ("i want to do the data one"). A turn the desk does not take up changes no slot.
     """
     compiled = pack.compiled
     rules = pack.spec.understanding
@@ -613,8 +617,17 @@ def _read_at_desk(
     # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
     # very short turn ("the data one"), a statement about the frame or a correction, or a short turn once the
     # desk has asked something; and (in `_slots`) every slot a rule read.
+    nearest = found.label.partition(":")[0] if found is not None else ""
+    # A statement naming an offering by its own words ("i want to do the data one"), near the desk's own examples.
+    offered = (
+        not question
+        and nearest not in (OTHER, SCREEN)
+        and found is not None
+        and found.score >= examples.far_score
+        and _names_an_offering(text, pack)
+    )
     frame_words = not on_a_topic and (
-        len(words) <= SMALL_TALK_WORDS or correction or framed or (short and asked is not None)
+        len(words) <= SMALL_TALK_WORDS or correction or framed or (short and asked is not None) or offered
     )
     words_for = frozenset(pack.value_words) if frame_words else frozenset()
     if asked_slot is not None and not on_a_topic:
@@ -641,12 +654,13 @@ def _read_at_desk(
         return read_as(default, "enroll")
     if intent.route == "hand_off":
         return read_as(intent.name, "hand_off", rule_topic)
+    if compiled.greeting is not None and compiled.greeting.fullmatch(text) is not None:
+        return _understanding(_Reading(default, "enroll", False, None, {}, [], []))  # "good morning": small talk
     if rule_topic is not None and not rule_topic.covered:
         return read_as(rule_topic.intent_name, "abstain", rule_topic)
     if long_turn and kind not in (TOPIC, INTENT, VALUE):
         return read_as(off_desk, "abstain")
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
-    nearest = found.label.partition(":")[0] if found is not None else ""
     own_choice = not question and answers is not None and answers.itself.search(text) is not None
     elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
     if (
@@ -686,7 +700,26 @@ def _read_at_desk(
             return read_as(model_topic.intent_name, "abstain", model_topic)
         if score >= examples.inform_min_score:
             return read_as(model_topic.intent_name, "inform", model_topic)
+    search = len(words) <= SEARCH_WORDS and not (question or answer or correction)
+    searched = _searched_topic(text, pack, found, examples) if search else None
+    if searched is not None and not slots.mentions_any:
+        # Typed as a search ("hours of operation", "courses you offer"): a short statement that names no value,
+        # nearest one of the desk's topics, which its rule reads too or which is clearly ahead of every other label.
+        return read_as(searched.intent_name, "inform", searched)
     if rule_topic is not None:
+        if (
+            rule_topic.program_rows
+            and nearest == OTHER
+            and score >= examples.far_score
+            and found is not None
+            and found.margin >= examples.min_margin
+            and not slots.mentions_any
+            and not _names_an_offering(text, pack)
+            and len(_unknown_words(words, pack)) >= UNKNOWN_WORDS
+        ):
+            # A program's fact asked in words nearest other desks' turns, naming none of the desk's offerings ("how
+            # long do i boil eggs", "civil course syllabus?"): not a question for "which program?".
+            return read_as(unmatched, "abstain")
         if kind == OTHER or score < examples.inform_min_score:
             return read_as(unmatched, "abstain")
         return read_as(rule_topic.intent_name, "inform", rule_topic)
@@ -724,6 +757,47 @@ def _read_at_desk(
     if statements is None or _on_the_frame(text, pack, statements):
         return read_as(intent.name, "enroll")
     return read_as(statements.unmatched_intent, "abstain")
+
+
+UNKNOWN_WORDS = 2
+"""A program's fact asked with this many words the desk never uses, nearest other desks' turns, is not the desk's."""
+
+SEARCH_WORDS = 4
+"""A statement this short that names no value may be typed as a search ("hours of operation", "fees for first year")."""
+
+SEARCH_NEAR = 0.8
+SEARCH_MARGIN = 2.0
+"""A short statement nearest a covered topic's examples at `SEARCH_NEAR` times `min_score` and `SEARCH_MARGIN` times
+`min_margin` ahead of every other label, or nearest the topic its rule reads (at `far_score` or more), asks about it."""
+
+
+def _searched_topic(text: str, pack: DomainPack, found: Match | None, examples: ExampleSet) -> Topic | None:
+    """The covered topic a short statement typed as a search asks about, if the examples and the rules agree."""
+    if found is None or not found.label.startswith(f"{TOPIC}:"):
+        return None
+    near = pack.topic(found.label.partition(":")[2])
+    if near is None or not near.covered or found.score < examples.far_score:
+        return None
+    ruled = _topic(text, pack)
+    if ruled is not None and ruled.name == near.name:
+        return near
+    clear = found.score >= SEARCH_NEAR * examples.min_score and found.margin >= SEARCH_MARGIN * examples.min_margin
+    return near if clear and ruled is None else None
+
+
+def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
+    """The turn's content words that the desk never uses, nor misspells ("boil", "civil", "flight")."""
+    known = pack.desk_words
+    return [
+        word
+        for word in words
+        if word not in STOP_WORDS
+        and word.isalpha()
+        and len(word) >= 3
+        and word not in known
+        and word.removesuffix("s") not in known
+        and not any(misspells(word, other, allowed_edits(other)) for other in known)
+    ]
 
 
 def _inflected(token: str, word: str) -> bool:

@@ -53,6 +53,7 @@ class CompiledPatterns:
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
     frame_statement: re.Pattern[str] | None
+    greeting: re.Pattern[str] | None
     topics: tuple[tuple[Topic, re.Pattern[str]], ...]
     negation_cue: re.Pattern[str]
     negation_after_cue: re.Pattern[str]
@@ -81,6 +82,11 @@ class CompiledPatterns:
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
             frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
+            greeting=(
+                understanding(rules.statements.greeting_pattern)
+                if rules.statements and rules.statements.greeting_pattern
+                else None
+            ),
             topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics if topic.pattern),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),

@@ -177,6 +177,30 @@ class DomainPack(BaseModel):
         return value_words(self.spec)
 
     @cached_property
+    def desk_words(self) -> frozenset[str]:
+        """Every word the desk itself uses: its handbook rows, its offerings' names, and its examples of the
+        topics it answers, intents and values (not those of topics it does not cover, other desks' turns or
+        attacks). Normalized as turns are."""
+        from dialogue.normalize import normalize
+        from dialogue.similarity import WORD
+
+        texts = [row.text for row in self.handbook]
+        texts += [name for program in self.spec.programs for name in (program.display_name, program.id)]
+        if self.examples is not None:
+            texts += [
+                text
+                for label, examples in self.examples.labelled().items()
+                if label.partition(":")[0] in (TOPIC, INTENT, VALUE) and not self._uncovered(label)
+                for text in examples
+            ]
+        return frozenset(word for text in texts for word in WORD.findall(normalize(text).replace("_", " ")))
+
+    def _uncovered(self, label: str) -> bool:
+        kind, _, name = label.partition(":")
+        topic = self.topic(name) if kind == TOPIC else None
+        return topic is not None and not topic.covered
+
+    @cached_property
     def value_words_ruled(self) -> Mapping[str, frozenset[str]]:
         """Per slot, those of its values' words that one of its rules reads when the word stands alone:
         where the rules did not read such a word in a turn, they chose not to ("living room", "credit
