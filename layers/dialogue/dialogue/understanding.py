@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -141,10 +141,12 @@ def _classify(text: str, pack: DomainPack) -> IntentRule:
     return pack.spec.understanding.default_intent
 
 
-def _topic(text: str, pack: DomainPack) -> Topic | None:
+def _topic(text: str, pack: DomainPack, skip: Callable[[Topic], bool] | None = None) -> Topic | None:
     """The topic a question asks about: an uncovered one first (the desk must not answer half a
-    question), else the first covered one, in pack order."""
-    matched = [topic for topic, pattern in pack.compiled.topics if pattern.search(text)]
+    question), else the first covered one, in pack order; none that `skip` rules out."""
+    matched = [
+        topic for topic, pattern in pack.compiled.topics if pattern.search(text) and (skip is None or not skip(topic))
+    ]
     return next((topic for topic in matched if not topic.covered), None) or next(iter(matched), None)
 
 
@@ -433,7 +435,7 @@ def _word_mentions(
                     for word, v in words.items()
                     if (
                         misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
-                        or (slot == answering and _short_typo(token, word))
+                        or (slot == answering and (_short_typo(token, word) or _answer_typo(token, word)))
                     )
                     and not _inflected(token, word)
                 }
@@ -442,6 +444,25 @@ def _word_mentions(
                 negated = scope.negates(start, end)
                 found.append(Mention(slot, None if negated else value, start, end, negated))
     return found
+
+
+def _only_in_negated_mentions(text: str, pack: DomainPack, scope: _Scope, topic: Topic) -> bool:
+    """Whether every match of the topic's rule lies inside a slot mention the rules read as negated: the turn
+    says it does not need the thing, it does not ask about it."""
+    pattern = next(pattern for candidate, pattern in pack.compiled.topics if candidate is topic)
+    negated = [(mention.start, mention.end) for mention in _mentions(text, pack, scope) if mention.negated]
+    return bool(negated) and all(
+        any(start <= match.start() and match.end() <= end for start, end in negated) for match in pattern.finditer(text)
+    )
+
+
+def _answer_typo(token: str, word: str) -> bool:
+    """`token` misspells a value's `word` of `ANSWER_TYPO_LETTERS` letters or more by one edit more than a misspelling
+    anywhere may hold ("forkflit"): the desk has just asked for that slot."""
+    return len(word) >= ANSWER_TYPO_LETTERS and misspells(token, word, allowed_edits(word) + 1)
+
+
+ANSWER_TYPO_LETTERS = 8
 
 
 def _short_typo(token: str, word: str) -> bool:
@@ -608,6 +629,9 @@ def _read_at_desk(
     restart = answers is not None and answers.restart.search(text) is not None
 
     scope = _Scope(text, compiled, _window(pack))
+    if rule_topic is not None and _only_in_negated_mentions(text, pack, scope, rule_topic):
+        # "can i sign up for X, i dont need child care" asks nothing about child care; "..., when is it?" still asks
+        rule_topic = _topic(text, pack, skip=lambda topic: _only_in_negated_mentions(text, pack, scope, topic))
     on_a_topic = question and (rule_topic is not None or model_topic is not None)
     # "its right sorry" says yes to what the desk asked; it corrects nothing.
     correction = compiled.correction_marker.search(text) is not None and answer != "yes"
@@ -691,6 +715,7 @@ def _read_at_desk(
         and found.margin >= HAND_OFF_MARGIN * examples.min_margin
         and not slots.mentions_any
         and not on_a_topic
+        and not framed
     ):
         # Nearest a request for a person by a wide margin, though not sure by score: a misspelt request
         # ("can I talkk to someone", "speak with a eprson") shares most of its n-grams with the examples.
