@@ -250,3 +250,23 @@ def test_a_conversation_from_the_fourth_blind_sets_tuning_part(pack: DomainPack,
 def test_a_transposed_name_counts_only_as_the_answer_to_what_was_just_asked(pack: DomainPack) -> None:
     assert understand("forkflit", pack, "request_program").slot_updates == {"program": "forklift"}
     assert understand("forkflit", pack, "request_contact").slot_updates == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "topic", "program"),
+    [
+        ("forklift hours pls", "schedule", "forklift"),  # an example of the schedule topic, though it names a value
+        ("data suport schedule", "schedule", "data_support"),
+        ("forklift fees", "fees", "forklift"),
+    ],
+)
+def test_a_search_for_one_offerings_fact_is_answered_for_it(
+    pack: DomainPack, text: str, topic: str, program: str
+) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), read := understand(text, pack), pack)
+    assert (action, read.topic, state.get("program")) == (Action.INFORM, topic, program)
+
+
+@pytest.mark.parametrize("text", ["forklift", "data support cert", "the forklift course", "forklift please"])
+def test_naming_an_offering_alone_still_chooses_it(pack: DomainPack, text: str) -> None:
+    _talk(pack, [(text, "request_contact", {})])

@@ -731,6 +731,12 @@ def _read_at_desk(
         # Typed as a search ("hours of operation", "courses you offer"): a short statement that names no value,
         # nearest one of the desk's topics, which its rule reads too or which is clearly ahead of every other label.
         return read_as(searched.intent_name, "inform", searched)
+    if search and slots.mentioned == {pack.program_slot} and pack.program_slot in updates:
+        # A search for one offering's fact ("forklift hours pls", "data suport schedule"): its program and the topic
+        # a rule reads in it.
+        ruled = _topic(text, pack)
+        if ruled is not None and ruled.covered:
+            return read_as(ruled.intent_name, "inform", ruled)
     if rule_topic is not None:
         if (
             rule_topic.program_rows
