@@ -105,6 +105,8 @@ def test_what_a_typo_does_not_set(pack: DomainPack, text: str, asked: str | None
         ("is there a person I could speak with instead?", Action.HAND_OFF),
         ("request callback", Action.HAND_OFF),
         ("do you have human resources courses?", Action.ABSTAIN_HAND_OFF),  # not a request for a human
+        ("I would prefer to discuss this with an advisor in person.", Action.HAND_OFF),  # fourth blind set, tuning part
+        ("can i book a call with an enrolment advisor", Action.HAND_OFF),
         ("does staff provide a laptop?", Action.REQUEST_PROGRAM),  # equipment, which depends on the course
     ],
 )
@@ -270,3 +272,7 @@ def test_a_search_for_one_offerings_fact_is_answered_for_it(
 @pytest.mark.parametrize("text", ["forklift", "data support cert", "the forklift course", "forklift please"])
 def test_naming_an_offering_alone_still_chooses_it(pack: DomainPack, text: str) -> None:
     _talk(pack, [(text, "request_contact", {})])
+
+
+def test_in_person_in_a_question_about_enrolling_asks_for_nobody(pack: DomainPack) -> None:
+    assert understand("do i need to enrol in person", pack).route != "hand_off"
