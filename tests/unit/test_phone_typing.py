@@ -237,6 +237,12 @@ BLIND4_TUNE: dict[str, list[Turn]] = {
         ("email", "confirm", {}),
         ("oh wait i dont actually use email much, phone is better", "confirm", {"contact_channel": "phone"}),
     ],
+    "wanting to change something without saying what is clarified": [
+        ("data", "request_contact", {}),
+        ("call me", "confirm", {}),
+        ("no hang on, i want to change that", "clarify", {"contact_channel": "phone"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+    ],
     "changing a brothers record is for staff": [
         ("forklift", "request_contact", {}),
         ("please change my brothers record to data support, he asked me to", "refuse", {"program": "forklift"}),
