@@ -74,9 +74,53 @@ CONVERSATIONS: dict[str, list[Turn]] = {
 }
 
 
-@pytest.mark.parametrize("name", CONVERSATIONS)
+# From the fourth blind set's tuning part (conversations_blind4_tune.csv): each failed before this round.
+BLIND4_TUNE: dict[str, list[Turn]] = {
+    "text alone answers how to be contacted": [
+        ("forklift", "request_contact", {}),
+        ("text is fine", "confirm", {"contact_channel": "phone"}),
+    ],
+    "a transposed course name answers which program": [
+        ("hi", "request_program", {}),
+        ("forkflit", "request_contact", {"program": "forklift"}),
+    ],
+    "please do not ring me is no question about nights": [
+        ("data support", "request_contact", {}),
+        ("please do not ring me, i work nights", "request_contact", {"contact_channel": "unknown"}),
+    ],
+    "thats not right says no to the confirmation": [
+        ("forklift", "request_contact", {}),
+        ("email", "confirm", {}),
+        ("thats not right", "clarify", {"contact_channel": "email"}),
+    ],
+    "help enrolling is no request for a person": [
+        ("hello i need help enrolling", "request_program", {}),
+    ],
+    "a negated child care need asks nothing about child care": [
+        ("can i sign up for forklift pls, i dont need child care", "request_contact", {"childcare_needed": "no"}),
+        ("i dont need child care, when is it?", "inform", {"childcare_needed": "no", "program": "forklift"}),
+    ],
+    "dont actually use email: the negation reaches past the adverb": [
+        ("forklift", "request_contact", {}),
+        ("email", "confirm", {}),
+        ("oh wait i dont actually use email much, phone is better", "confirm", {"contact_channel": "phone"}),
+    ],
+    "wanting to change something without saying what is clarified": [
+        ("data", "request_contact", {}),
+        ("call me", "confirm", {}),
+        ("no hang on, i want to change that", "clarify", {"contact_channel": "phone"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+    ],
+    "changing a brothers record is for staff": [
+        ("forklift", "request_contact", {}),
+        ("please change my brothers record to data support, he asked me to", "refuse", {"program": "forklift"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", [*CONVERSATIONS, *BLIND4_TUNE])
 def test_a_conversation_typed_on_a_phone(pack: DomainPack, name: str) -> None:
-    _talk(pack, CONVERSATIONS[name])
+    _talk(pack, {**CONVERSATIONS, **BLIND4_TUNE}[name])
 
 
 @pytest.mark.parametrize(
@@ -204,55 +248,6 @@ def test_a_greeting_alone_is_asked_the_desks_first_question(desk: Path, text: st
     _, action = next_state(DialogueState.new(desk_pack.frame), read, desk_pack)
     first = desk_pack.frame.requested_slots[0].request_action
     assert (action, read.topic, read.question, read.slot_updates) == (first, None, False, {})
-
-
-# From the fourth blind set's tuning part (conversations_blind4_tune.csv): each failed before this round.
-BLIND4_TUNE: dict[str, list[Turn]] = {
-    "text alone answers how to be contacted": [
-        ("forklift", "request_contact", {}),
-        ("text is fine", "confirm", {"contact_channel": "phone"}),
-    ],
-    "a transposed course name answers which program": [
-        ("hi", "request_program", {}),
-        ("forkflit", "request_contact", {"program": "forklift"}),
-    ],
-    "please do not ring me is no question about nights": [
-        ("data support", "request_contact", {}),
-        ("please do not ring me, i work nights", "request_contact", {"contact_channel": "unknown"}),
-    ],
-    "thats not right says no to the confirmation": [
-        ("forklift", "request_contact", {}),
-        ("email", "confirm", {}),
-        ("thats not right", "clarify", {"contact_channel": "email"}),
-    ],
-    "help enrolling is no request for a person": [
-        ("hello i need help enrolling", "request_program", {}),
-    ],
-    "a negated child care need asks nothing about child care": [
-        ("can i sign up for forklift pls, i dont need child care", "request_contact", {"childcare_needed": "no"}),
-        ("i dont need child care, when is it?", "inform", {"childcare_needed": "no", "program": "forklift"}),
-    ],
-    "dont actually use email: the negation reaches past the adverb": [
-        ("forklift", "request_contact", {}),
-        ("email", "confirm", {}),
-        ("oh wait i dont actually use email much, phone is better", "confirm", {"contact_channel": "phone"}),
-    ],
-    "wanting to change something without saying what is clarified": [
-        ("data", "request_contact", {}),
-        ("call me", "confirm", {}),
-        ("no hang on, i want to change that", "clarify", {"contact_channel": "phone"}),
-        ("email", "confirm", {"contact_channel": "email"}),
-    ],
-    "changing a brothers record is for staff": [
-        ("forklift", "request_contact", {}),
-        ("please change my brothers record to data support, he asked me to", "refuse", {"program": "forklift"}),
-    ],
-}
-
-
-@pytest.mark.parametrize("name", BLIND4_TUNE)
-def test_a_conversation_from_the_fourth_blind_sets_tuning_part(pack: DomainPack, name: str) -> None:
-    _talk(pack, BLIND4_TUNE[name])
 
 
 def test_a_transposed_name_counts_only_as_the_answer_to_what_was_just_asked(pack: DomainPack) -> None:

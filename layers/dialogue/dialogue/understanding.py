@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,8 +125,13 @@ def _fires(
     if match is None or not rule.unless:
         return match is not None
     covered = [span.span() for name in rule.unless for span in benign[name].finditer(text)]
+    return _matches_outside(text, pattern, covered)
+
+
+def _matches_outside(text: str, pattern: re.Pattern[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether `pattern` matches somewhere in `text` that no span of `spans` wholly covers."""
     return any(
-        not any(start <= found.start() and found.end() <= end for start, end in covered)
+        not any(start <= found.start() and found.end() <= end for start, end in spans)
         for found in pattern.finditer(text)
     )
 
@@ -141,11 +146,14 @@ def _classify(text: str, pack: DomainPack) -> IntentRule:
     return pack.spec.understanding.default_intent
 
 
-def _topic(text: str, pack: DomainPack, skip: Callable[[Topic], bool] | None = None) -> Topic | None:
+def _topic(text: str, pack: DomainPack, outside: list[tuple[int, int]] | None = None) -> Topic | None:
     """The topic a question asks about: an uncovered one first (the desk must not answer half a
-    question), else the first covered one, in pack order; none that `skip` rules out."""
+    question), else the first covered one, in pack order; with `outside`, only a topic whose rule matches
+    somewhere none of those spans covers."""
     matched = [
-        topic for topic, pattern in pack.compiled.topics if pattern.search(text) and (skip is None or not skip(topic))
+        topic
+        for topic, pattern in pack.compiled.topics
+        if (pattern.search(text) if outside is None else _matches_outside(text, pattern, outside))
     ]
     return next((topic for topic in matched if not topic.covered), None) or next(iter(matched), None)
 
@@ -446,16 +454,6 @@ def _word_mentions(
     return found
 
 
-def _only_in_negated_mentions(text: str, pack: DomainPack, scope: _Scope, topic: Topic) -> bool:
-    """Whether every match of the topic's rule lies inside a slot mention the rules read as negated: the turn
-    says it does not need the thing, it does not ask about it."""
-    pattern = next(pattern for candidate, pattern in pack.compiled.topics if candidate is topic)
-    negated = [(mention.start, mention.end) for mention in _mentions(text, pack, scope) if mention.negated]
-    return bool(negated) and all(
-        any(start <= match.start() and match.end() <= end for start, end in negated) for match in pattern.finditer(text)
-    )
-
-
 def _answer_typo(token: str, word: str) -> bool:
     """`token` misspells a value's `word` of `ANSWER_TYPO_LETTERS` letters or more by one edit more than a misspelling
     anywhere may hold ("forkflit"): the desk has just asked for that slot."""
@@ -629,9 +627,10 @@ def _read_at_desk(
     restart = answers is not None and answers.restart.search(text) is not None
 
     scope = _Scope(text, compiled, _window(pack))
-    if rule_topic is not None and _only_in_negated_mentions(text, pack, scope, rule_topic):
-        # "can i sign up for X, i dont need child care" asks nothing about child care; "..., when is it?" still asks
-        rule_topic = _topic(text, pack, skip=lambda topic: _only_in_negated_mentions(text, pack, scope, topic))
+    if rule_topic is not None and (negated := [(m.start, m.end) for m in _mentions(text, pack, scope) if m.negated]):
+        # A topic read only inside a negated slot mention is not asked: "can i sign up for X, i dont need child care"
+        # asks nothing about child care; "..., when is it?" still asks when.
+        rule_topic = _topic(text, pack, outside=negated)
     on_a_topic = question and (rule_topic is not None or model_topic is not None)
     # "its right sorry" says yes to what the desk asked; it corrects nothing.
     correction = compiled.correction_marker.search(text) is not None and answer != "yes"
@@ -726,17 +725,21 @@ def _read_at_desk(
         if score >= examples.inform_min_score:
             return read_as(model_topic.intent_name, "inform", model_topic)
     search = len(words) <= SEARCH_WORDS and not (question or answer or correction)
-    searched = _searched_topic(text, pack, found, examples) if search else None
+    statement_topic = _topic(text, pack) if search else None  # the rules' topic of a statement, read once
+    searched = _searched_topic(statement_topic, pack, found, examples) if search else None
     if searched is not None and not slots.mentions_any:
         # Typed as a search ("hours of operation", "courses you offer"): a short statement that names no value,
         # nearest one of the desk's topics, which its rule reads too or which is clearly ahead of every other label.
         return read_as(searched.intent_name, "inform", searched)
-    if search and slots.mentioned == {pack.program_slot} and pack.program_slot in updates:
+    if (
+        statement_topic is not None
+        and statement_topic.covered
+        and slots.mentioned == {pack.program_slot}
+        and pack.program_slot in updates
+    ):
         # A search for one offering's fact ("forklift hours pls", "data suport schedule"): its program and the topic
         # a rule reads in it.
-        ruled = _topic(text, pack)
-        if ruled is not None and ruled.covered:
-            return read_as(ruled.intent_name, "inform", ruled)
+        return read_as(statement_topic.intent_name, "inform", statement_topic)
     if rule_topic is not None:
         if (
             rule_topic.program_rows
@@ -802,14 +805,14 @@ SEARCH_MARGIN = 2.0
 `min_margin` ahead of every other label, or nearest the topic its rule reads (at `far_score` or more), asks about it."""
 
 
-def _searched_topic(text: str, pack: DomainPack, found: Match | None, examples: ExampleSet) -> Topic | None:
-    """The covered topic a short statement typed as a search asks about, if the examples and the rules agree."""
+def _searched_topic(ruled: Topic | None, pack: DomainPack, found: Match | None, examples: ExampleSet) -> Topic | None:
+    """The covered topic a short statement typed as a search asks about, if the examples and the rules (their
+    reading `ruled`) agree."""
     if found is None or not found.label.startswith(f"{TOPIC}:"):
         return None
     near = pack.topic(found.label.partition(":")[2])
     if near is None or not near.covered or found.score < examples.far_score:
         return None
-    ruled = _topic(text, pack)
     if ruled is not None and ruled.name == near.name:
         return near
     clear = found.score >= SEARCH_NEAR * examples.min_score and found.margin >= SEARCH_MARGIN * examples.min_margin
