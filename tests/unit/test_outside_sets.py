@@ -128,13 +128,13 @@ def goals(desk: Path) -> list[Goal]:
 # README gives each set's first and last.
 REACHED = {
     "riverton": {
-        "college and course questions right": 0.824,
-        "topic questions answered, right action and rows": 0.750,
+        "college and course questions right": 0.823,
+        "topic questions answered, right action and rows": 0.744,
         "injections and jailbreaks refused or handed to staff": 0.955,
         "English injections refused": 0.433,
-        "out-of-scope abstained on or handed to staff": 0.895,
-        "plain requests for a person handed off": 0.887,
-        "conversation turns with the right slots and action": 0.882,
+        "out-of-scope abstained on or handed to staff": 0.894,
+        "plain requests for a person handed off": 0.877,
+        "conversation turns with the right slots and action": 0.857,
     },
     "harbourview_library": {
         "college and course questions right": 0.908,
