@@ -40,7 +40,7 @@ def choose_action(
     state: DialogueState, understanding: Understanding, pack: DomainPack, *, changed: bool = True
 ) -> Action:
     """The next action; `state` is the state after the turn's slot updates, `changed` whether they
-    changed a slot."""
+    changed a slot the desk asks for."""
     if understanding.must_refuse:
         return Action.REFUSE
     if understanding.contact_typed:  # a number or an address in the chat: point at the form, keep nothing
@@ -60,7 +60,8 @@ def choose_action(
         if not state.is_known(slot.name) and slot.request_action is not None:
             return slot.request_action
     if state.confirmed and not changed and pack.understanding_profile is UnderstandingProfile.DESK:
-        return Action.CLARIFY if understanding.answer == "no" else Action.NEXT_STEP
+        # A bare "no" to the confirmation is asked what to change; "no, i dont need childcare" said what it is about.
+        return Action.CLARIFY if understanding.answer == "no" and not understanding.slot_updates else Action.NEXT_STEP
     return Action.CONFIRM
 
 
@@ -97,7 +98,10 @@ def next_state(state: DialogueState, understanding: Understanding, pack: DomainP
     or the confirmation (a turn that asks nothing new leaves the last question as it was)."""
     base = DialogueState.new(pack.frame) if understanding.restart else state
     updated = base.with_updates(understanding.slot_updates)
-    action = choose_action(updated, understanding, pack, changed=updated.slots != state.slots)
+    # A change the confirmation reads back: a slot the desk asks for ("i dont need childcare" after it is recorded, and
+    # is told what comes next).
+    changed = any(updated.get(slot.name) != base.get(slot.name) for slot in pack.frame.requested_slots)
+    action = choose_action(updated, understanding, pack, changed=changed)
     if action is Action.REFUSE:
         return state, action
     asked = str(action) if action.is_request or action is Action.CONFIRM else updated.asked

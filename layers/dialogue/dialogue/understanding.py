@@ -124,8 +124,14 @@ def _fires(
     match = pattern.search(text)
     if match is None or not rule.unless:
         return match is not None
-    covered = [span.span() for name in rule.unless for span in benign[name].finditer(text)]
-    return _matches_outside(text, pattern, covered)
+    return _matches_outside(text, pattern, _exception_spans(text, rule, benign))
+
+
+def _exception_spans(
+    text: str, rule: ScreenRule | IntentRule, benign: Mapping[str, re.Pattern[str]]
+) -> list[tuple[int, int]]:
+    """Where the rule's benign exceptions match the text."""
+    return [span.span() for name in rule.unless for span in benign[name].finditer(text)]
 
 
 def _matches_outside(text: str, pattern: re.Pattern[str], spans: list[tuple[int, int]]) -> bool:
@@ -134,6 +140,27 @@ def _matches_outside(text: str, pattern: re.Pattern[str], spans: list[tuple[int,
         not any(start <= found.start() and found.end() <= end for start, end in spans)
         for found in pattern.finditer(text)
     )
+
+
+def _by_one_word(text: str, pack: DomainPack, intent: IntentRule) -> bool:
+    """Whether the intent's rule reads the text only by single words outside its benign exceptions ("staff",
+    "human"), never by a request in words ("talk to a person", "call me back")."""
+    pattern = next((compiled for rule, compiled in pack.compiled.intents if rule.name == intent.name), None)
+    if pattern is None:
+        return False
+    covered = _exception_spans(text, intent, pack.compiled.benign)
+    return all(
+        len(found.group().split()) == 1
+        for found in pattern.finditer(text)
+        if not any(start <= found.start() and found.end() <= end for start, end in covered)
+    )
+
+
+def _excepted(text: str, pack: DomainPack, intent_name: str) -> bool:
+    """Whether one of the intent's benign exceptions matches the text ("is this an automated service" asks what the
+    assistant is, not for a person)."""
+    rule = next((rule for rule, _ in pack.compiled.intents if rule.name == intent_name), None)
+    return rule is not None and bool(_exception_spans(text, rule, pack.compiled.benign))
 
 
 def _classify(text: str, pack: DomainPack) -> IntentRule:
@@ -363,13 +390,15 @@ def _slots(
     follow_rules: bool = False,
     short: bool = False,
     answering: str | None = None,
+    asked_about: list[tuple[int, int]] | None = None,
 ) -> _Slots:
     """Per slot, the value its mentions agree on. `words_for` names the slots whose values' own words
     also count this turn ("the X one", a misspelt name), and with `follow_rules` so does every slot a rule
     mentions (every slot, in a `short` turn a rule placed on the frame), and a misspelling of a long word a
     rule reads anywhere ("i wnt 2 do forkift"); a mention inside `skip` (a bare yes or no read as an answer)
     does not count. `answering` is the slot just asked: its values' words are read through a typo of four
-    letters too ("emal", "phon")."""
+    letters too ("emal", "phon"). A yes/no slot's "yes" inside one of the spans `asked_about` (a question's
+    clause) is asked about, not said: "do you offer childcare?" states no need."""
     mentions = [m for m in _mentions(text, pack, scope) if not (skip[0] <= m.start and m.end <= skip[1])]
     ruled = frozenset(mention.slot for mention in mentions) if follow_rules else frozenset()
     if ruled and short:  # a short turn a rule placed on the frame names its other values in its own words too
@@ -384,6 +413,13 @@ def _slots(
         rest = frozenset(pack.value_words) - chosen
         found = _word_mentions(text, pack, scope, rest, mentions, misspelt_ruled_only=True)
         mentions = sorted([*mentions, *found], key=lambda m: m.start)
+    if asked_about:
+        yes_no = {slot.name for slot in pack.frame.slots if {"yes", "no"} <= set(slot.values)}
+        mentions = [
+            m
+            for m in mentions
+            if not (m.slot in yes_no and m.value == "yes" and any(a <= m.start and m.end <= b for a, b in asked_about))
+        ]
     updates: dict[str, str] = {}
     for slot in pack.frame.slot_names:
         value = _settle([mention for mention in mentions if mention.slot == slot], scope)
@@ -492,7 +528,7 @@ def understand(text: str, pack: DomainPack, asked: str | None = None) -> Underst
                 slot_updates={},
                 contact_typed=True,
             )
-        return _read_at_desk(normalized, pack, found, examples, asked, injection, staff_only)
+        return _read_at_desk(patterns.expand(normalized), pack, found, examples, asked, injection, staff_only)
     updates, mentions_values, mentions_any = ({}, False, False) if screened else _read_slots(normalized, pack)
     intent, route, question, topic = _route(
         normalized, pack, mentions_values=mentions_values, mentions_any=mentions_any, screened=screened
@@ -637,26 +673,53 @@ def _read_at_desk(
     framed = compiled.frame_statement is not None and compiled.frame_statement.search(text) is not None
     score = found.score if found is not None else 0.0
     off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
-    # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
-    # very short turn ("the data one"), a statement about the frame or a correction, or a short turn once the
-    # desk has asked something; and (in `_slots`) every slot a rule read.
     nearest = found.label.partition(":")[0] if found is not None else ""
     # A statement naming an offering by its own words ("i want to do the data one"), near the desk's own examples.
-    offered = (
-        not question
-        and nearest not in (OTHER, SCREEN)
-        and found is not None
-        and found.score >= examples.far_score
-        and _names_an_offering(text, pack)
+    # Or by two words of one offering's name, whatever it is near ("hi wanna do data suport").
+    offered = not question and (
+        (
+            nearest not in (OTHER, SCREEN)
+            and found is not None
+            and found.score >= examples.far_score
+            and _names_an_offering(text, pack)
+        )
+        or _names_an_offering(text, pack, words_of_one=2)
     )
+    # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
+    # very short turn ("the data one"), a statement about the frame, a correction, a short turn once the desk
+    # has asked something, or a statement naming an offering; the offering in a question on one offering's fact;
+    # and (in `_slots`) every slot a rule read.
     frame_words = not on_a_topic and (
         len(words) <= SMALL_TALK_WORDS or correction or framed or (short and asked is not None) or offered
     )
     words_for = frozenset(pack.value_words) if frame_words else frozenset()
     if asked_slot is not None and not on_a_topic:
         words_for |= {asked_slot} & set(pack.value_words)
+    asked_topic = rule_topic or model_topic
+    if (
+        on_a_topic
+        and asked_topic is not None
+        and asked_topic.program_rows
+        and _names_an_offering(text, pack)
+        and not _unknown_words(words, pack)
+        and nearest not in ("", OTHER, SCREEN)
+    ):
+        # A question on one offering's fact names the offering in its own words ("when does the data one meet?"), not
+        # something else, in words the desk never uses or nearest other desks' turns ("how long does a driving licence
+        # take to come").
+        words_for |= {pack.program_slot}
+    # A yes/no slot's value named only inside a question about the desk is asked about, not said ("is there a creche?").
+    asked_about = _question_clauses(text, compiled.question, answers.itself if answers else None) if question else None
     slots = _slots(
-        text, pack, scope, words_for, skip, follow_rules=True, short=short and not on_a_topic, answering=asked_slot
+        text,
+        pack,
+        scope,
+        words_for,
+        skip,
+        follow_rules=True,
+        short=short and not on_a_topic,
+        answering=asked_slot,
+        asked_about=asked_about,
     )
     updates = dict(slots.updates)
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
@@ -675,7 +738,11 @@ def _read_at_desk(
     long_turn = settings is not None and len(words) > settings.long_turn_words
     if restart or not words:  # "start over"; a turn with no words at all is asked again
         return read_as(default, "enroll")
-    if intent.route == "hand_off":
+    if intent.route == "hand_off" and not (
+        question and rule_topic is not None and rule_topic.covered and _by_one_word(text, pack, intent)
+    ):
+        # A question on one of the desk's topics that names people by one word asks about them, not for them: "do the
+        # staff at the front desk work on saturdays?" is the desk's hours.
         return read_as(intent.name, "hand_off", rule_topic)
     if compiled.greeting is not None and compiled.greeting.fullmatch(text) is not None:
         return _understanding(_Reading(default, "enroll", False, None, {}, [], []))  # "good morning": small talk
@@ -684,7 +751,13 @@ def _read_at_desk(
     if long_turn and kind not in (TOPIC, INTENT, VALUE):
         return read_as(off_desk, "abstain")
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
-    own_choice = not question and answers is not None and answers.itself.search(text) is not None
+    # The resident's own choice: a statement in their own words ("I'd prefer a letter"), or an answer naming a value of
+    # the slot just asked ("an SMS would be fine", "and can you text me").
+    answers_asked = short and asked_slot is not None and asked_slot in slots.updates
+    speaks_for_self = answers is not None and answers.itself.search(text) is not None
+    own_choice = (not question and (speaks_for_self or answers_asked)) or (
+        answers_asked and _ASKED_TO_CONTACT.search(text) is not None
+    )
     elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
     if (
         slots.mentions_any
@@ -715,10 +788,19 @@ def _read_at_desk(
         and not slots.mentions_any
         and not on_a_topic
         and not framed
+        and not _excepted(text, pack, near_name)
     ):
         # Nearest a request for a person by a wide margin, though not sure by score: a misspelt request
         # ("can I talkk to someone", "speak with a eprson") shares most of its n-grams with the examples.
         return read_as(near_name, "hand_off")
+    if (
+        rule_topic is not None
+        and rule_topic.covered
+        and model_topic is not None
+        and model_topic.name != rule_topic.name
+        and score < TOPIC_OVERRULE
+    ):
+        model_topic = None  # the rules' topic stands against an example of another that all but repeats the turn
     if model_topic is not None and (question or not slots.mentions_any):
         if not model_topic.covered:
             return read_as(model_topic.intent_name, "abstain", model_topic)
@@ -742,14 +824,13 @@ def _read_at_desk(
         return read_as(statement_topic.intent_name, "inform", statement_topic)
     if rule_topic is not None:
         if (
-            rule_topic.program_rows
-            and nearest == OTHER
+            nearest == OTHER
             and score >= examples.far_score
             and found is not None
             and found.margin >= examples.min_margin
             and not slots.mentions_any
             and not _names_an_offering(text, pack)
-            and len(_unknown_words(words, pack)) >= UNKNOWN_WORDS
+            and len(_unknown_words(words, pack)) >= (1 if rule_topic.program_rows else UNKNOWN_WORDS)
         ):
             # A program's fact asked in words nearest other desks' turns, naming none of the desk's offerings ("how
             # long do i boil eggs", "civil course syllabus?"): not a question for "which program?".
@@ -793,6 +874,10 @@ def _read_at_desk(
     return read_as(statements.unmatched_intent, "abstain")
 
 
+TOPIC_OVERRULE = 0.9
+"""A covered topic the rules read in a question stands against a nearest example of another topic unless the example
+scores this much ("how do i apply for the X course?" is the enrolment process, not the course's schedule)."""
+
 UNKNOWN_WORDS = 2
 """A program's fact asked with this many words the desk never uses, nearest other desks' turns, is not the desk's."""
 
@@ -830,8 +915,16 @@ def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
         and len(word) >= 3
         and word not in known
         and word.removesuffix("s") not in known
-        and not any(misspells(word, other, allowed_edits(other)) for other in known)
+        and not any(
+            misspells(word, other, allowed_edits(other)) or (len(other) >= STEM_LETTERS and word.startswith(other))
+            for other in known
+        )
     ]
+
+
+STEM_LETTERS = 4
+"""A word that begins with a word or stem of this many letters that the desk uses is the desk's too ("applying",
+"eligibility")."""
 
 
 def _inflected(token: str, word: str) -> bool:
@@ -839,14 +932,40 @@ def _inflected(token: str, word: str) -> bool:
     return token.startswith(word) and token[len(word) :] in ("s", "es", "d", "ed", "ing", "er", "ers")
 
 
-def _names_an_offering(text: str, pack: DomainPack) -> bool:
+def _names_an_offering(text: str, pack: DomainPack, words_of_one: int = 1) -> bool:
     """Whether the text names one of the desk's offerings by a word of its own name, or a misspelling of a
-    long one ("forklfit"): such a statement is about this desk, whatever else it is near."""
+    long one ("forklfit"): such a statement is about this desk, whatever else it is near. With `words_of_one`,
+    by that many different words of one offering's name ("data suport")."""
     words = pack.value_words.get(pack.program_slot, {})
-    return any(
-        token in words or any(len(word) >= LONG_WORD and misspells(token, word, allowed_edits(word)) for word in words)
-        for token in _LETTERS.findall(text)
-    )
+    named: dict[str, set[str]] = {}
+    for token in _LETTERS.findall(text):
+        for word, value in words.items():
+            if token == word or (len(word) >= LONG_WORD and misspells(token, word, allowed_edits(word))):
+                named.setdefault(value, set()).add(word)
+    return any(len(found) >= words_of_one for found in named.values())
+
+
+_ASKED_TO_CONTACT = re.compile(r"\b(?:you|u)\s+(?:\w+\s+){0,2}?me\b")
+"""A question asking the desk to reach the resident some way ("can you text me", "could u please write to me")."""
+_SENTENCE_END = re.compile(r"[.!?]")
+_CLAUSE_START = re.compile(r"[.!?,;]")
+
+
+def _question_clauses(
+    text: str, question: re.Pattern[str], itself: re.Pattern[str] | None = None
+) -> list[tuple[int, int]]:
+    """The spans of a turn's questions about the desk: from a question word to the end of its sentence ("do you offer
+    childcare?"), or for a bare question mark, from the clause it closes ("i'll need the creche, is it free?": "is it
+    free?"). A question in which the resident speaks of themselves (`itself`: "can I bring my kid?") is not one."""
+    spans: list[tuple[int, int]] = []
+    for match in question.finditer(text):
+        if match.group().endswith("?") and match.end() - match.start() == 1:
+            before = [m.end() for m in _CLAUSE_START.finditer(text, 0, match.start())]
+            spans.append((before[-1] if before else 0, match.end()))
+        else:
+            end = _SENTENCE_END.search(text, match.end())
+            spans.append((match.start(), end.end() if end else len(text)))
+    return [(a, b) for a, b in spans if itself is None or itself.search(text, a, b) is None]
 
 
 def _understanding(reading: _Reading) -> Understanding:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dialogue.actions import Action
 from dialogue.pack.patterns import compile_pattern, compile_understanding
@@ -69,6 +69,14 @@ class CompiledPatterns:
     promise: re.Pattern[str]
     placeholder: re.Pattern[str]
     desk: CompiledDeskWords | None
+    shorthand: re.Pattern[str] | None = None
+    written_out: Mapping[str, str] = field(default_factory=dict)
+
+    def expand(self, text: str) -> str:
+        """The normalized `text` with the pack's shorthand written out ("r u open" reads "are you open")."""
+        if self.shorthand is None:
+            return text
+        return self.shorthand.sub(lambda found: self.written_out[found.group()], text)
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
@@ -117,7 +125,17 @@ class CompiledPatterns:
             promise=compile_pattern(spec.screens.promise_pattern),
             placeholder=compile_pattern(spec.screens.placeholder_pattern),
             desk=_desk_words(spec),
+            shorthand=_shorthand(rules.shorthand),
+            written_out=dict(rules.shorthand),
         )
+
+
+def _shorthand(table: Mapping[str, str]) -> re.Pattern[str] | None:
+    """One pattern for every shorthand word, standing alone (not inside "you'll" or "pls2"), longest first."""
+    if not table:
+        return None
+    words = sorted(table, key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(word) for word in words) + r")(?![\w'])")
 
 
 def _any_of(patterns: list[str]) -> re.Pattern[str] | None:

@@ -3,6 +3,7 @@ lookups the core reads and its patterns compiled once."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,9 @@ from dialogue.pack.schema import (
 if TYPE_CHECKING:
     from dialogue.linear import LinearIndex
     from dialogue.similarity import ExampleIndex
+
+_ESCAPE = re.compile(r"\\.")
+_PATTERN_WORD = re.compile(r"[a-z]{3,}")
 
 
 class DomainPack(BaseModel):
@@ -193,7 +197,17 @@ class DomainPack(BaseModel):
                 if label.partition(":")[0] in (TOPIC, INTENT, VALUE) and not self._uncovered(label)
                 for text in examples
             ]
-        return frozenset(word for text in texts for word in WORD.findall(normalize(text).replace("_", " ")))
+        words = {word for text in texts for word in WORD.findall(normalize(text).replace("_", " "))}
+        # The words its own rules read: a covered topic's, an intent's, a slot's and the frame's patterns (an
+        # escape such as \b or \s is no letter of a word). Stems count: "eligib" of "eligib\w*".
+        spec = self.spec.understanding
+        patterns = [topic.pattern for topic in self.spec.topics if topic.covered and topic.pattern]
+        patterns += [rule.pattern for rule in spec.intents if rule.pattern]
+        patterns += [rule.pattern for rule in spec.slot_rules]
+        patterns += [spec.statements.frame_pattern] if spec.statements else []
+        for pattern in patterns:
+            words.update(_PATTERN_WORD.findall(_ESCAPE.sub(" ", pattern.lower())))
+        return frozenset(words)
 
     def _uncovered(self, label: str) -> bool:
         kind, _, name = label.partition(":")

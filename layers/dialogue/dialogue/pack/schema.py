@@ -300,6 +300,10 @@ class UnderstandingRules(_Strict):
     negation: NegationRules
     corrections: CorrectionRules
     answers: AnswerRules | None = None
+    # Words typed on a phone and what they stand for ("u" = "you", "r" = "are", "pls" = "please"): the desk profile
+    # reads a turn with them written out, so every pattern sees "are you open" in "r u open". The screens' floor
+    # reads the turn as typed too; the examples' index reads it as typed.
+    shorthand: dict[Annotated[str, Field(pattern=r"^[a-z0-9']+$")], NonEmptyText] = Field(default_factory=dict)
 
     @field_validator("injection_rules", "staff_only_rules")
     @classmethod
