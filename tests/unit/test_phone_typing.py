@@ -368,3 +368,31 @@ def test_the_desks_words_hold_what_its_rules_read(pack: DomainPack) -> None:
     # Words and stems of the covered topics' and the frame's patterns count as the desk's own.
     assert {"syllabus", "eligib", "applying"} <= pack.desk_words
     assert "convocation" not in pack.desk_words
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("what hour is closing the office please", "centre_hours"),
+        ("what hours is reception staffed if i walk in", "centre_hours"),
+        ("should i type my email address in here", "privacy"),
+        ("which person collects my email address?", "privacy"),
+        ("u need my adress?", "privacy"),
+    ],
+)
+def test_the_desks_hours_and_giving_contact_details_are_answered(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic, read.slot_updates) == (Action.INFORM, topic, {})
+
+
+@pytest.mark.parametrize("text", ["define flabbergasted", "lab manual", "deactivate the socket"])
+def test_a_short_first_turn_in_words_the_desk_never_uses_is_abstained_on(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.ABSTAIN_HAND_OFF
+
+
+@pytest.mark.parametrize("text", ["hullo", "cheers", "ok", "yes please", "thx"])
+def test_a_short_first_turn_of_small_talk_is_still_asked_the_first_question(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.REQUEST_PROGRAM

@@ -143,9 +143,9 @@ class StatementRules(_Strict):
     or is small talk of at most `small_talk_max_words` words ("ok", "yes please") fills the frame; any
     other statement is about something this desk does not do ("book a flight to Denver") and is
     abstained on, recorded as `unmatched_intent`. Without this table every statement fills the frame.
-    A turn that is a greeting and nothing else (`greeting_pattern`, matched in full: "good morning", "hi,
-    hope you're well") is small talk however many words it has: the desk profile never abstains on it, nor
-    reads a topic or a question in it ("good evening" asks nothing about evening classes)."""
+    A turn that is a greeting or a pleasantry and nothing else (`greeting_pattern`, matched in full: "good morning",
+    "hi, hope you're well", "thanks, bye") is small talk however many words it has: the desk profile never abstains
+    on it, nor reads a topic or a question in it ("good evening" asks nothing about evening classes)."""
 
     frame_pattern: UnderstandingPatternText
     small_talk_max_words: Annotated[int, Field(ge=0, le=10)]
