@@ -934,9 +934,9 @@ def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
         and len(word) >= 3
         and word not in known
         and word.removesuffix("s") not in known
+        and not any(word[:letters] in known for letters in range(STEM_LETTERS, len(word)))  # "applying": "apply"
         and not any(
-            misspells(word, other, allowed_edits(other)) or (len(other) >= STEM_LETTERS and word.startswith(other))
-            for other in known
+            misspells(word, other, allowed_edits(other)) for other in pack.desk_words_by_initial.get(word[0], ())
         )
     ]
 

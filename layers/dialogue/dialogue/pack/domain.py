@@ -209,6 +209,14 @@ class DomainPack(BaseModel):
             words.update(_PATTERN_WORD.findall(_ESCAPE.sub(" ", pattern.lower())))
         return frozenset(words)
 
+    @cached_property
+    def desk_words_by_initial(self) -> Mapping[str, tuple[str, ...]]:
+        """`desk_words` by first letter: a misspelling keeps its first letter, so it is looked for among these."""
+        by_initial: dict[str, list[str]] = {}
+        for word in sorted(self.desk_words):
+            by_initial.setdefault(word[0], []).append(word)
+        return {initial: tuple(words) for initial, words in by_initial.items()}
+
     def _uncovered(self, label: str) -> bool:
         kind, _, name = label.partition(":")
         topic = self.topic(name) if kind == TOPIC else None
