@@ -156,8 +156,9 @@ def test_an_unknown_profile_is_a_clear_error() -> None:
 
 def test_below_the_margin_the_rules_reading_stands(pack_copy: Path) -> None:
     """With thresholds no example can reach, the desk profile reads every turn as the lesson's does (but
-    for the short answers only the desk reads: a "yes" or "not sure" to the desk's last question; and a question
-    on a covered topic that names people by one word, which the desk reads as that topic's question)."""
+    for the short answers only the desk reads: a "yes" or "not sure" to the desk's last question; a question
+    on a covered topic that names people by one word, which the desk reads as that topic's question; and a topic's
+    words only inside a question about the assistant, which the desk reads as no topic)."""
     root = pack_copy
     examples = (root / "examples.toml").read_text(encoding="utf-8")
     unreachable_text = examples.replace("min_score = 0.6", "min_score = 1.0")
@@ -176,8 +177,26 @@ def test_below_the_margin_the_rules_reading_stands(pack_copy: Path) -> None:
         one_word = _one_word(lesson, text, read.intent)
         if read.route == "hand_off" and read.question and topic is not None and topic.covered and one_word:
             read = read.model_copy(update={"intent": topic.intent_name, "route": "inform"})
+        elif read.route == "inform" and topic is not None and _only_about_the_assistant(lesson, text, topic.name):
+            unmatched = lesson.spec.understanding.questions.unmatched_intent
+            read = read.model_copy(update={"intent": unmatched, "route": "abstain", "topic": None, "slot_updates": {}})
         expected.append(read)
     assert desk == expected
+
+
+def _only_about_the_assistant(pack: DomainPack, text: str, topic: str) -> bool:
+    """Whether the topic's rule matches the text only inside a question about the assistant (a hand-off intent's
+    benign exception: "am I chatting with a computer program?" asks nothing about computers)."""
+    normalized = normalize(text)
+    spans = [
+        found.span()
+        for rule, _ in pack.compiled.intents
+        if rule.route == "hand_off"
+        for name in rule.unless
+        for found in pack.compiled.benign[name].finditer(normalized)
+    ]
+    pattern = next(compiled for rule, compiled in pack.compiled.topics if rule.name == topic)
+    return all(any(a <= m.start() and m.end() <= b for a, b in spans) for m in pattern.finditer(normalized))
 
 
 def _one_word(pack: DomainPack, text: str, intent: str) -> bool:

@@ -112,12 +112,15 @@ def test_a_value_read_as_negated_is_never_set(desk: Path) -> None:
 
 
 def _rule_values(pack: DomainPack, slot: str, text: str, start: int) -> set[str]:
-    """The value the slot rule that read the mention at `start` gives when not negated."""
+    """The value the slot rule that read the mention at `start` gives when not negated (none for a rule whose
+    negated reading is that same value: "no kids" is no child care, negated or not)."""
     from dialogue.normalize import normalize
 
     normalized = normalize(text)
     return {
         rule.value
         for rule, pattern in pack.compiled.slot_rules
-        if rule.slot == slot and any(match.start() == start for match in pattern.finditer(normalized))
+        if rule.slot == slot
+        and rule.negated_value != rule.value
+        and any(match.start() == start for match in pattern.finditer(normalized))
     }

@@ -315,6 +315,14 @@ SIXTH_ROUND: dict[str, list[Turn]] = {
         ("no kids btw so no creche", "next_step", {"childcare_needed": "no"}),
         ("no", "clarify", {"childcare_needed": "no"}),
     ],
+    "asked to be texted after a question was answered": [
+        ("hi, i want the forklift course and how much does it cost?", "inform", {"program": "forklift"}),
+        ("and can you text me", "confirm", {"contact_channel": "phone"}),
+    ],
+    "no kids is no child care, a need for him is one": [
+        ("i wnt do forklit licens, no kidz", "request_contact", {"program": "forklift", "childcare_needed": "no"}),
+        ("actually i need care for my son on saturdays", "request_contact", {"childcare_needed": "yes"}),
+    ],
     "asking to hold a seat after the confirmation is refused": [
         ("data support, phone", "confirm", {"program": "data_support", "contact_channel": "phone"}),
         ("Could you reserve it for me anyway?", "refuse", {"contact_channel": "phone"}),
@@ -338,6 +346,7 @@ def test_a_sixth_round_conversation(pack: DomainPack, name: str) -> None:
         ("Might I have a word with someone in admissions?", Action.HAND_OFF, None),
         ("I'd like to book a chat with a careers advisor", Action.HAND_OFF, None),
         ("is this an automated service", Action.ABSTAIN_HAND_OFF, None),  # what the assistant is
+        ("Am I chatting with a computer program?", Action.ABSTAIN_HAND_OFF, None),  # not a question on computers
         ("What documents are required for a graduate application?", Action.ABSTAIN_HAND_OFF, None),
         ("what documents do i need to apply?", Action.INFORM, "enrollment_process"),
         ("r u guys open on weekends", Action.INFORM, "centre_hours"),

@@ -647,7 +647,19 @@ def _read_at_desk(
     asked_spec = pack.frame.slot(asked_slot) if asked_slot is not None else None
     yes_no_slot = asked_spec is not None and {"yes", "no"} <= set(asked_spec.values)
     question = compiled.question.search(text) is not None
-    rule_topic = _topic(text, pack) if question else None
+    # A topic's words inside a question about the assistant ("am I chatting with a computer program?") ask
+    # nothing of it.
+    about_the_assistant = (
+        [
+            span
+            for rule, _ in compiled.intents
+            if rule.route == "hand_off"
+            for span in _exception_spans(text, rule, compiled.benign)
+        ]
+        if question
+        else []
+    )
+    rule_topic = _topic(text, pack, outside=about_the_assistant or None) if question else None
     model_topic = pack.topic(name) if kind == TOPIC else None
     intent = _classify(text, pack)
 
@@ -755,9 +767,9 @@ def _read_at_desk(
     # the slot just asked ("an SMS would be fine", "and can you text me").
     answers_asked = short and asked_slot is not None and asked_slot in slots.updates
     speaks_for_self = answers is not None and answers.itself.search(text) is not None
-    own_choice = (not question and (speaks_for_self or answers_asked)) or (
-        answers_asked and _ASKED_TO_CONTACT.search(text) is not None
-    )
+    # "and can you text me": a short question asking the desk to reach the resident by a value it names.
+    asked_to_reach = short and question and bool(slots.updates) and _ASKED_TO_CONTACT.search(text) is not None
+    own_choice = (not question and (speaks_for_self or answers_asked)) or asked_to_reach
     elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
     if (
         slots.mentions_any
@@ -842,7 +854,11 @@ def _read_at_desk(
         slot, _, value = name.partition(":")
         updates[slot] = value  # "give me a ring": no rule read a value, and nothing negates this one
         return read_as(default, "enroll")
-    about_the_frame = slots.mentioned & {pack.program_slot, asked_slot} or (asked is not None and slots.mentions_values)
+    about_the_frame = (
+        slots.mentioned & {pack.program_slot, asked_slot}
+        or (asked is not None and slots.mentions_values)
+        or asked_to_reach
+    )
     if question and not about_the_frame:
         # A question about none of the desk's topics is about the frame only when it names what the desk
         # offers, or a value of what the desk asks once it has asked ("could you sign me up for X?", "what
