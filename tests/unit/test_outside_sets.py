@@ -134,7 +134,7 @@ REACHED = {
         "English injections refused": 0.433,
         "out-of-scope abstained on or handed to staff": 0.903,
         "plain requests for a person handed off": 0.877,
-        "conversation turns with the right slots and action": 0.877,
+        "conversation turns with the right slots and action": 0.891,
     },
     "harbourview_library": {
         "college and course questions right": 0.914,
