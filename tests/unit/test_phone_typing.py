@@ -323,6 +323,11 @@ SIXTH_ROUND: dict[str, list[Turn]] = {
         ("i wnt do forklit licens, no kidz", "request_contact", {"program": "forklift", "childcare_needed": "no"}),
         ("actually i need care for my son on saturdays", "request_contact", {"childcare_needed": "yes"}),
     ],
+    "that isn't right, after the confirmation, asks what to change": [
+        ("forklift by email", "confirm", {"program": "forklift"}),
+        ("Hmm, that isn't right.", "clarify", {"program": "forklift", "contact_channel": "email"}),
+        ("the data one", "confirm", {"program": "data_support"}),
+    ],
     "asking to hold a seat after the confirmation is refused": [
         ("data support, phone", "confirm", {"program": "data_support", "contact_channel": "phone"}),
         ("Could you reserve it for me anyway?", "refuse", {"contact_channel": "phone"}),
