@@ -389,6 +389,7 @@ def test_the_desks_words_hold_what_its_rules_read(pack: DomainPack) -> None:
     [
         ("what hour is closing the office please", "centre_hours"),
         ("what hours is reception staffed if i walk in", "centre_hours"),
+        ("data support - do u give laptops or bring my own", "equipment"),  # a question after a dash, no "?"
         ("should i type my email address in here", "privacy"),
         ("which person collects my email address?", "privacy"),
         ("u need my adress?", "privacy"),
@@ -397,7 +398,8 @@ def test_the_desks_words_hold_what_its_rules_read(pack: DomainPack) -> None:
 def test_the_desks_hours_and_giving_contact_details_are_answered(pack: DomainPack, text: str, topic: str) -> None:
     read = understand(text, pack)
     _, action = next_state(DialogueState.new(pack.frame), read, pack)
-    assert (action, read.topic, read.slot_updates) == (Action.INFORM, topic, {})
+    assert (action, read.topic) == (Action.INFORM, topic)
+    assert set(read.slot_updates) <= {"program"}
 
 
 @pytest.mark.parametrize("text", ["define flabbergasted", "lab manual", "deactivate the socket"])

@@ -812,7 +812,7 @@ def _read_at_desk(
         and model_topic.name != rule_topic.name
         and score < TOPIC_OVERRULE
     ):
-        model_topic = None  # the rules' topic stands against an example of another that all but repeats the turn
+        model_topic = None  # the rules' topic stands, unless an example of another topic all but repeats the turn
     if model_topic is not None and (question or not slots.mentions_any):
         if not model_topic.covered:
             return read_as(model_topic.intent_name, "abstain", model_topic)
