@@ -134,33 +134,27 @@ def _exception_spans(
     return [span.span() for name in rule.unless for span in benign[name].finditer(text)]
 
 
+def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether some span of `spans` wholly covers `start`..`end`."""
+    return any(left <= start and end <= right for left, right in spans)
+
+
 def _matches_outside(text: str, pattern: re.Pattern[str], spans: list[tuple[int, int]]) -> bool:
     """Whether `pattern` matches somewhere in `text` that no span of `spans` wholly covers."""
-    return any(
-        not any(start <= found.start() and found.end() <= end for start, end in spans)
-        for found in pattern.finditer(text)
-    )
+    return any(not _inside(found.start(), found.end(), spans) for found in pattern.finditer(text))
 
 
-def _by_one_word(text: str, pack: DomainPack, intent: IntentRule) -> bool:
-    """Whether the intent's rule reads the text only by single words outside its benign exceptions ("staff",
-    "human"), never by a request in words ("talk to a person", "call me back")."""
+def _by_one_word(text: str, pack: DomainPack, intent: IntentRule, excepted: list[tuple[int, int]]) -> bool:
+    """Whether the intent's rule reads the text only by single words outside its benign exceptions' spans
+    `excepted` ("staff", "human"), never by a request in words ("talk to a person", "call me back")."""
     pattern = next((compiled for rule, compiled in pack.compiled.intents if rule.name == intent.name), None)
     if pattern is None:
         return False
-    covered = _exception_spans(text, intent, pack.compiled.benign)
     return all(
         len(found.group().split()) == 1
         for found in pattern.finditer(text)
-        if not any(start <= found.start() and found.end() <= end for start, end in covered)
+        if not _inside(found.start(), found.end(), excepted)
     )
-
-
-def _excepted(text: str, pack: DomainPack, intent_name: str) -> bool:
-    """Whether one of the intent's benign exceptions matches the text ("is this an automated service" asks what the
-    assistant is, not for a person)."""
-    rule = next((rule for rule, _ in pack.compiled.intents if rule.name == intent_name), None)
-    return rule is not None and bool(_exception_spans(text, rule, pack.compiled.benign))
 
 
 def _classify(text: str, pack: DomainPack) -> IntentRule:
@@ -416,9 +410,7 @@ def _slots(
     if asked_about:
         yes_no = {slot.name for slot in pack.frame.slots if {"yes", "no"} <= set(slot.values)}
         mentions = [
-            m
-            for m in mentions
-            if not (m.slot in yes_no and m.value == "yes" and any(a <= m.start and m.end <= b for a, b in asked_about))
+            m for m in mentions if not (m.slot in yes_no and m.value == "yes" and _inside(m.start, m.end, asked_about))
         ]
     updates: dict[str, str] = {}
     for slot in pack.frame.slot_names:
@@ -647,18 +639,15 @@ def _read_at_desk(
     asked_spec = pack.frame.slot(asked_slot) if asked_slot is not None else None
     yes_no_slot = asked_spec is not None and {"yes", "no"} <= set(asked_spec.values)
     question = compiled.question.search(text) is not None
-    # A topic's words inside a question about the assistant ("am I chatting with a computer program?") ask
-    # nothing of it.
-    about_the_assistant = (
-        [
-            span
-            for rule, _ in compiled.intents
-            if rule.route == "hand_off"
-            for span in _exception_spans(text, rule, compiled.benign)
-        ]
-        if question
-        else []
-    )
+    # Where each hand-off intent's benign exceptions match, found once: a question about the assistant or about staff
+    # ("am I chatting with a computer program?") is no request for a person, and a topic's words inside it ask
+    # nothing of the topic.
+    excepted = {
+        rule.name: _exception_spans(text, rule, compiled.benign)
+        for rule, _ in compiled.intents
+        if rule.route == "hand_off"
+    }
+    about_the_assistant = [span for spans in excepted.values() for span in spans]
     rule_topic = _topic(text, pack, outside=about_the_assistant or None) if question else None
     model_topic = pack.topic(name) if kind == TOPIC else None
     intent = _classify(text, pack)
@@ -686,6 +675,8 @@ def _read_at_desk(
     score = found.score if found is not None else 0.0
     off_desk = rules.statements.unmatched_intent if rules.statements else unmatched
     nearest = found.label.partition(":")[0] if found is not None else ""
+    offering_words = _offering_words(text, pack)  # per offering named, the words of its name the turn uses
+    names_an_offering = bool(offering_words)
     # A statement naming an offering by its own words ("i want to do the data one"), near the desk's own examples.
     # Or by two words of one offering's name, whatever it is near ("hi wanna do data suport").
     offered = not question and (
@@ -693,9 +684,9 @@ def _read_at_desk(
             nearest not in (OTHER, SCREEN)
             and found is not None
             and found.score >= examples.far_score
-            and _names_an_offering(text, pack)
+            and names_an_offering
         )
-        or _names_an_offering(text, pack, words_of_one=2)
+        or any(len(named) >= 2 for named in offering_words.values())
     )
     # Which slots' values may be named by their own words this turn: the slot just asked; every slot in a
     # very short turn ("the data one"), a statement about the frame, a correction, a short turn once the desk
@@ -712,7 +703,7 @@ def _read_at_desk(
         on_a_topic
         and asked_topic is not None
         and asked_topic.program_rows
-        and _names_an_offering(text, pack)
+        and names_an_offering
         and not _unknown_words(words, pack)
         and nearest not in ("", OTHER, SCREEN)
     ):
@@ -751,7 +742,10 @@ def _read_at_desk(
     if restart or not words:  # "start over"; a turn with no words at all is asked again
         return read_as(default, "enroll")
     if intent.route == "hand_off" and not (
-        question and rule_topic is not None and rule_topic.covered and _by_one_word(text, pack, intent)
+        question
+        and rule_topic is not None
+        and rule_topic.covered
+        and _by_one_word(text, pack, intent, excepted.get(intent.name, []))
     ):
         # A question on one of the desk's topics that names people by one word asks about them, not for them: "do the
         # staff at the front desk work on saturdays?" is the desk's hours.
@@ -775,10 +769,7 @@ def _read_at_desk(
         slots.mentions_any
         and nearest in (OTHER, SCREEN)
         and not on_a_topic
-        and (
-            elsewhere
-            or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or _names_an_offering(text, pack))))
-        )
+        and (elsewhere or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or names_an_offering))))
     ):
         # Nearest other desks' turns or attacks, and on none of the desk's topics: its values are about
         # something else ("how can I track my wife's tablet?", "set the living room lights"), unless it is a
@@ -800,7 +791,7 @@ def _read_at_desk(
         and not slots.mentions_any
         and not on_a_topic
         and not framed
-        and not _excepted(text, pack, near_name)
+        and not excepted.get(near_name)
     ):
         # Nearest a request for a person by a wide margin, though not sure by score: a misspelt request
         # ("can I talkk to someone", "speak with a eprson") shares most of its n-grams with the examples.
@@ -841,7 +832,7 @@ def _read_at_desk(
             and found is not None
             and found.margin >= examples.min_margin
             and not slots.mentions_any
-            and not _names_an_offering(text, pack)
+            and not names_an_offering
             and len(_unknown_words(words, pack)) >= (1 if rule_topic.program_rows else UNKNOWN_WORDS)
         ):
             # A program's fact asked in words nearest other desks' turns, naming none of the desk's offerings ("how
@@ -973,17 +964,17 @@ def _inflected(token: str, word: str) -> bool:
     return token.startswith(word) and token[len(word) :] in ("s", "es", "d", "ed", "ing", "er", "ers")
 
 
-def _names_an_offering(text: str, pack: DomainPack, words_of_one: int = 1) -> bool:
-    """Whether the text names one of the desk's offerings by a word of its own name, or a misspelling of a
-    long one ("forklfit"): such a statement is about this desk, whatever else it is near. With `words_of_one`,
-    by that many different words of one offering's name ("data suport")."""
+def _offering_words(text: str, pack: DomainPack) -> dict[str, set[str]]:
+    """Per offering the text names, the words of its own name it uses, or misspells when long ("forklfit"). A turn
+    that names an offering is about this desk, whatever else it is near; one that uses two words of one name
+    ("data suport") names it for sure."""
     words = pack.value_words.get(pack.program_slot, {})
     named: dict[str, set[str]] = {}
     for token in _LETTERS.findall(text):
         for word, value in words.items():
             if token == word or (len(word) >= LONG_WORD and misspells(token, word, allowed_edits(word))):
                 named.setdefault(value, set()).add(word)
-    return any(len(found) >= words_of_one for found in named.values())
+    return named
 
 
 _ASKED_TO_CONTACT = re.compile(r"\b(?:you|u)\s+(?:\w+\s+){0,2}?me\b")
