@@ -826,17 +826,21 @@ def _read_at_desk(
         # a rule reads in it.
         return read_as(statement_topic.intent_name, "inform", statement_topic)
     if rule_topic is not None:
-        if (
+        unknown = len(_unknown_words(words, pack)) if not (slots.mentions_any or names_an_offering) else 0
+        nearest_elsewhere = (
             nearest == OTHER
             and score >= examples.far_score
             and found is not None
             and found.margin >= examples.min_margin
-            and not slots.mentions_any
-            and not names_an_offering
-            and len(_unknown_words(words, pack)) >= (1 if rule_topic.program_rows else UNKNOWN_WORDS)
+        )
+        if (nearest_elsewhere and unknown >= (1 if rule_topic.program_rows else UNKNOWN_WORDS)) or (
+            rule_topic.program_rows and kind != TOPIC and unknown >= UNKNOWN_WORDS
         ):
-            # A program's fact asked in words nearest other desks' turns, naming none of the desk's offerings ("how
-            # long do i boil eggs", "civil course syllabus?"): not a question for "which program?".
+            # A topic's question in words the desk never uses, naming none of its values or offerings ("how long do i
+            # boil eggs", "civil course syllabus?", "what if my exams are on different campuses at the same time?"):
+            # not the desk's question, and never one for "which program?". One such word is enough where the turn is
+            # nearest other desks' turns and asks a program's fact; two where it asks another topic's, or where a
+            # program's fact is asked and no example is sure of the topic.
             return read_as(unmatched, "abstain")
         if kind == OTHER or score < examples.inform_min_score:
             return read_as(unmatched, "abstain")
@@ -905,7 +909,8 @@ TOPIC_OVERRULE = 0.9
 scores this much ("how do i apply for the X course?" is the enrolment process, not the course's schedule)."""
 
 UNKNOWN_WORDS = 2
-"""A program's fact asked with this many words the desk never uses, nearest other desks' turns, is not the desk's."""
+"""A question with this many words the desk never uses is not the desk's: on any topic when nearest other desks'
+turns, on a program's fact when no example is sure of its topic."""
 
 SEARCH_WORDS = 4
 """A statement this short that names no value may be typed as a search ("hours of operation", "fees for first year")."""
