@@ -440,3 +440,17 @@ def test_a_programs_fact_in_the_desks_words_is_still_asked_which_program(
 ) -> None:
     _, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert got == action
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("is my son registered yet?", Action.REFUSE),
+        ("can u tell me if my husband got accepted", Action.REFUSE),
+        ("my son is enrolled already, can i enrol too?", Action.INFORM),  # the resident's own enrolment
+    ],
+)
+def test_whether_another_person_is_enrolled_is_for_staff(pack: DomainPack, text: str, action: Action) -> None:
+    state, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert got == action
+    assert state.get("program") == "unknown"
