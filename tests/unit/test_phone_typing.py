@@ -454,3 +454,43 @@ def test_whether_another_person_is_enrolled_is_for_staff(pack: DomainPack, text:
     state, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert got == action
     assert state.get("program") == "unknown"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "let somebody from admissions ring me",
+        "pass me over to the lady at reception",
+        "i'd like to be phoned back by someone today",
+        "can i meet an advisor face to face",
+        "will someone call me back please",  # a request, not a question about what staff do
+    ],
+)
+def test_a_request_for_a_person_in_other_words_is_handed_off(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.HAND_OFF
+    assert state.get("contact_channel") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "topic"),
+    [
+        ("will someone get in touch with me after i apply?", Action.INFORM, "enrollment_process"),
+        ("does the staff ring applicants", Action.INFORM, "enrollment_process"),
+        ("are you a bot or a real person", Action.ABSTAIN_HAND_OFF, None),
+        ("when will a staff member get back to me", Action.ABSTAIN_HAND_OFF, None),  # when: the handbook does not say
+    ],
+)
+def test_asking_what_staff_do_or_what_the_desk_is_is_no_request_for_one(
+    pack: DomainPack, text: str, action: Action, topic: str | None
+) -> None:
+    read = understand(text, pack)
+    _, got = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (got, read.topic) == (action, topic)
+
+
+def test_a_benign_exception_may_leave_a_topic_readable(pack: DomainPack) -> None:
+    # Riverton's `asking_about_staff` sets `hides_topics = false`; `asking_what_the_assistant_is` hides them.
+    assert "asking_about_staff" not in pack.compiled.hides_topics
+    assert "asking_what_the_assistant_is" in pack.compiled.hides_topics
+    assert understand("Am I chatting with a computer program?", pack).topic is None

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -128,10 +128,15 @@ def _fires(
 
 
 def _exception_spans(
-    text: str, rule: ScreenRule | IntentRule, benign: Mapping[str, re.Pattern[str]]
+    text: str,
+    rule: ScreenRule | IntentRule,
+    benign: Mapping[str, re.Pattern[str]],
+    among: Collection[str] | None = None,
 ) -> list[tuple[int, int]]:
-    """Where the rule's benign exceptions match the text."""
-    return [span.span() for name in rule.unless for span in benign[name].finditer(text)]
+    """Where the rule's benign exceptions (those `among`, if given) match the text."""
+    return [
+        span.span() for name in rule.unless if among is None or name in among for span in benign[name].finditer(text)
+    ]
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
@@ -647,7 +652,12 @@ def _read_at_desk(
         for rule, _ in compiled.intents
         if rule.route == "hand_off"
     }
-    about_the_assistant = [span for spans in excepted.values() for span in spans]
+    about_the_assistant = [
+        span
+        for rule, _ in compiled.intents
+        if rule.route == "hand_off"
+        for span in _exception_spans(text, rule, compiled.benign, compiled.hides_topics)
+    ]
     rule_topic = _topic(text, pack, outside=about_the_assistant or None) if question else None
     model_topic = pack.topic(name) if kind == TOPIC else None
     intent = _classify(text, pack)

@@ -49,6 +49,7 @@ class CompiledPatterns:
     injection: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
     staff_only: tuple[tuple[ScreenRule, re.Pattern[str]], ...]
     benign: Mapping[str, re.Pattern[str]]
+    hides_topics: frozenset[str]  # the benign exceptions whose matches hide a topic's words from a hand-off question
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
@@ -86,6 +87,7 @@ class CompiledPatterns:
             injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
             benign={exception.name: understanding(exception.pattern) for exception in rules.benign_exceptions},
+            hides_topics=frozenset(exception.name for exception in rules.benign_exceptions if exception.hides_topics),
             intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),

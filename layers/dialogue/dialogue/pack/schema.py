@@ -223,6 +223,10 @@ class BenignException(_Strict):
 
     name: Identifier
     pattern: UnderstandingPatternText
+    hides_topics: bool = True
+    """Where a hand-off intent yields to it, a topic's words inside its match ask nothing of the topic ("am I chatting
+    with a computer program?"). False for an exception that is itself a question a topic answers ("will a staff member
+    contact me?" asks about the enrolment process)."""
 
 
 class SlotRule(_Strict):
