@@ -494,3 +494,35 @@ def test_a_benign_exception_may_leave_a_topic_readable(pack: DomainPack) -> None
     assert "asking_about_staff" not in pack.compiled.hides_topics
     assert "asking_what_the_assistant_is" in pack.compiled.hides_topics
     assert understand("Am I chatting with a computer program?", pack).topic is None
+
+
+SEVENTH_ROUND: dict[str, list[Turn]] = {
+    "a channel stated before a question is the resident's choice": [
+        ("hi", "request_program", {}),
+        (
+            "email me pls, and how much is the forklift one?",
+            "confirm",
+            {"program": "forklift", "contact_channel": "email"},
+        ),
+        ("thats all cheers", "next_step", {"contact_channel": "email"}),
+    ],
+    "a channel named after a question is not": [
+        ("do i need my own laptop? i only have my phone", "request_program", {"contact_channel": "unknown"}),
+    ],
+    "a channel by text message, then a closing": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("via text msg is best", "confirm", {"contact_channel": "phone"}),
+        ("all good thanks", "next_step", {"contact_channel": "phone"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", SEVENTH_ROUND)
+def test_a_seventh_round_conversation(pack: DomainPack, name: str) -> None:
+    _talk(pack, SEVENTH_ROUND[name])
+
+
+@pytest.mark.parametrize("text", ["am i talking to a robot or a person", "is it a machine or a real human"])
+def test_asking_whether_the_desk_is_a_bot_or_a_person_is_no_request_for_one(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.ABSTAIN_HAND_OFF

@@ -372,6 +372,7 @@ class _Slots:
     updates: dict[str, str]
     mentions_values: bool  # a value of a slot the policy asks for is mentioned (agreeing or not)
     mentioned: frozenset[str]  # the slots mentioned at all, negated or disagreeing included
+    stated: frozenset[str] = frozenset()  # the slots mentioned before the turn's questions (`questions` in `_slots`)
 
     @property
     def mentions_any(self) -> bool:
@@ -390,6 +391,7 @@ def _slots(
     short: bool = False,
     answering: str | None = None,
     asked_about: list[tuple[int, int]] | None = None,
+    questions: list[tuple[int, int]] | None = None,
 ) -> _Slots:
     """Per slot, the value its mentions agree on. `words_for` names the slots whose values' own words
     also count this turn ("the X one", a misspelt name), and with `follow_rules` so does every slot a rule
@@ -397,7 +399,9 @@ def _slots(
     rule reads anywhere ("i wnt 2 do forkift"); a mention inside `skip` (a bare yes or no read as an answer)
     does not count. `answering` is the slot just asked: its values' words are read through a typo of four
     letters too ("emal", "phon"). A yes/no slot's "yes" inside one of the spans `asked_about` (a question's
-    clause) is asked about, not said: "do you offer childcare?" states no need."""
+    clause) is asked about, not said: "do you offer childcare?" states no need. The slots mentioned before the spans
+    `questions` (a turn's question clauses) are stated before its question: "text me please, and what courses do you
+    run?" chooses the channel ("do i need my own computer? i only have my phone" does not)."""
     mentions = [m for m in _mentions(text, pack, scope) if not (skip[0] <= m.start and m.end <= skip[1])]
     ruled = frozenset(mention.slot for mention in mentions) if follow_rules else frozenset()
     if ruled and short:  # a short turn a rule placed on the frame names its other values in its own words too
@@ -424,7 +428,8 @@ def _slots(
             updates[slot] = value
     mentioned = frozenset(mention.slot for mention in mentions)
     asked = {slot.name for slot in pack.frame.requested_slots}
-    return _Slots(updates, bool(mentioned & asked), mentioned)
+    stated = frozenset(m.slot for m in mentions if questions and m.end <= min(start for start, _ in questions))
+    return _Slots(updates, bool(mentioned & asked), mentioned, stated)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -733,6 +738,7 @@ def _read_at_desk(
         short=short and not on_a_topic,
         answering=asked_slot,
         asked_about=asked_about,
+        questions=_question_clauses(text, compiled.question) if question else None,
     )
     updates = dict(slots.updates)
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
@@ -742,7 +748,7 @@ def _read_at_desk(
     def read_as(intent_name: str, route: Route, topic: Topic | None = None) -> Understanding:
         kept = updates
         if route == "inform":  # a question chooses its rows, not how to be asked the rest
-            chosen = {pack.program_slot, asked_slot}
+            chosen = {pack.program_slot, asked_slot, *slots.stated}
             requested = {slot.name for slot in pack.frame.requested_slots}
             kept = {slot: value for slot, value in updates.items() if slot in chosen or slot not in requested}
         read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart, correction)
