@@ -526,3 +526,20 @@ def test_a_seventh_round_conversation(pack: DomainPack, name: str) -> None:
 def test_asking_whether_the_desk_is_a_bot_or_a_person_is_no_request_for_one(pack: DomainPack, text: str) -> None:
     _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.ABSTAIN_HAND_OFF
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "topic"),
+    [
+        ("i work till 6, what time does the desk shut", Action.INFORM, "centre_hours"),
+        ("i left my job, how much does the forklift course cost", Action.INFORM, "fees"),
+        ("is there a practical for the forklift", Action.INFORM, "assessment"),
+        ("my mum wants to know if the building has ramps", Action.INFORM, "accessibility"),
+    ],
+)
+def test_a_question_after_a_comma_or_asked_for_someone_is_answered(
+    pack: DomainPack, text: str, action: Action, topic: str
+) -> None:
+    read = understand(text, pack)
+    _, got = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (got, read.topic) == (action, topic)
