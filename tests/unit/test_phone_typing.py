@@ -509,6 +509,15 @@ SEVENTH_ROUND: dict[str, list[Turn]] = {
     "a channel named after a question is not": [
         ("do i need my own laptop? i only have my phone", "request_program", {"contact_channel": "unknown"}),
     ],
+    "the other course, once a course is chosen, is the one not chosen": [
+        ("forklift by email", "confirm", {"program": "forklift"}),
+        ("hmm can i change to the other course", "confirm", {"program": "data_support", "contact_channel": "email"}),
+        ("switch me to the other one", "confirm", {"program": "forklift"}),
+    ],
+    "the other course before any is chosen chooses nothing": [
+        ("hi", "request_program", {}),
+        ("the other course", "request_program", {"program": "unknown"}),
+    ],
     "a channel by text message, then a closing": [
         ("forklift", "request_contact", {"program": "forklift"}),
         ("via text msg is best", "confirm", {"contact_channel": "phone"}),

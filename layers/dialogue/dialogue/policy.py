@@ -16,7 +16,7 @@ confirmed again: a "no" is asked what to change (clarify), anything else is told
 from __future__ import annotations
 
 from dialogue.actions import Action
-from dialogue.pack import DomainPack, Topic, UnderstandingProfile
+from dialogue.pack import UNKNOWN, DomainPack, Topic, UnderstandingProfile
 from dialogue.state import DialogueState
 from dialogue.understanding import Understanding
 
@@ -92,11 +92,25 @@ def _waiting_after(state: DialogueState, understanding: Understanding, action: A
     return state.waiting_topic if understanding.route == "enroll" else None
 
 
+def _other_offering(state: DialogueState, pack: DomainPack) -> str | None:
+    """The offering the resident has not chosen, where the program slot holds one of exactly two ("the other
+    course"); else none."""
+    if not state.is_known(pack.program_slot):
+        return None
+    offerings = [value for value in pack.frame.slot(pack.program_slot).values if value != state.get(pack.program_slot)]
+    offerings = [value for value in offerings if value != UNKNOWN]
+    return offerings[0] if len(offerings) == 1 else None
+
+
 def next_state(state: DialogueState, understanding: Understanding, pack: DomainPack) -> tuple[DialogueState, Action]:
     """Apply the turn's updates ("start over" first clears every slot), choose the action, and keep the
     old state when refusing. The state remembers what the desk asks with this action: a request's slot
     or the confirmation (a turn that asks nothing new leaves the last question as it was)."""
     base = DialogueState.new(pack.frame) if understanding.restart else state
+    if understanding.other_offering and (other := _other_offering(base, pack)) is not None:
+        understanding = understanding.model_copy(
+            update={"slot_updates": {**understanding.slot_updates, pack.program_slot: other}}
+        )
     updated = base.with_updates(understanding.slot_updates)
     # A change the confirmation reads back: a slot the desk asks for ("i dont need childcare" after it is recorded, and
     # is told what comes next).

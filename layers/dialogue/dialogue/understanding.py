@@ -91,6 +91,8 @@ class Understanding(BaseModel):
     # The desk profile: a short yes, no or "not sure" to the desk's last question, and "start over".
     answer: Answer | None = None
     restart: bool = False
+    # The desk profile: "the other course" (`other_offering_pattern`), where no offering is named.
+    other_offering: bool = False
     # The desk profile: a phone number or an email address typed into the chat ([contact] typed_pattern).
     # Nothing of the turn is kept; the desk points at the contact form, which is kept apart.
     contact_typed: bool = False
@@ -564,6 +566,7 @@ class _Reading:
     answer: Answer | None = None
     restart: bool = False
     correction: bool = False  # a correction marker, in a turn not screened
+    other_offering: bool = False  # "the other course", naming no offering
 
 
 LONG_WORD = 6
@@ -677,6 +680,7 @@ def _read_at_desk(
         if answer is None and asked_slot is not None and answers.unsure.search(text):
             answer = "unsure"
     restart = answers is not None and answers.restart.search(text) is not None
+    other_pattern = answers.other_offering if answers is not None else None
 
     scope = _Scope(text, compiled, _window(pack))
     if rule_topic is not None and (negated := [(m.start, m.end) for m in _mentions(text, pack, scope) if m.negated]):
@@ -741,6 +745,11 @@ def _read_at_desk(
         questions=_question_clauses(text, compiled.question) if question else None,
     )
     updates = dict(slots.updates)
+    other_offering = (
+        other_pattern is not None
+        and pack.program_slot not in slots.mentioned
+        and other_pattern.search(text) is not None
+    )
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
         assert asked_slot is not None
         updates[asked_slot] = answer  # type: ignore[assignment]
@@ -751,7 +760,7 @@ def _read_at_desk(
             chosen = {pack.program_slot, asked_slot, *slots.stated}
             requested = {slot.name for slot in pack.frame.requested_slots}
             kept = {slot: value for slot, value in updates.items() if slot in chosen or slot not in requested}
-        read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart, correction)
+        read = _Reading(intent_name, route, question, topic, kept, [], [], answer, restart, correction, other_offering)
         return _understanding(read)
 
     long_turn = settings is not None and len(words) > settings.long_turn_words
@@ -869,6 +878,7 @@ def _read_at_desk(
         slots.mentioned & {pack.program_slot, asked_slot}
         or (asked is not None and slots.mentions_values)
         or asked_to_reach
+        or other_offering  # "can i change to the other course?"
     )
     if question and not about_the_frame:
         # A question about none of the desk's topics is about the frame only when it names what the desk
@@ -1036,4 +1046,5 @@ def _understanding(reading: _Reading) -> Understanding:
         correction=reading.correction,
         answer=reading.answer,
         restart=reading.restart,
+        other_offering=reading.other_offering and reading.route == "enroll",
     )

@@ -40,6 +40,7 @@ class CompiledAnswers:
     unsure: re.Pattern[str]
     restart: re.Pattern[str]
     itself: re.Pattern[str]
+    other_offering: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,11 @@ class CompiledPatterns:
                 unsure=understanding(rules.answers.unsure_pattern),
                 restart=understanding(rules.answers.restart_pattern),
                 itself=understanding(rules.answers.self_pattern),
+                other_offering=(
+                    understanding(rules.answers.other_offering_pattern)
+                    if rules.answers.other_offering_pattern
+                    else None
+                ),
             )
             if rules.answers
             else None,

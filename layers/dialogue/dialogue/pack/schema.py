@@ -273,6 +273,8 @@ class AnswerRules(_Strict):
     # The resident speaking of themselves ("me", "my", "I'd"): a statement that names a value and does
     # so is the resident's own choice, even where the nearest examples are other desks' turns.
     self_pattern: UnderstandingPatternText
+    # "The other course": where the program slot has two values and holds one, the turn chooses the other.
+    other_offering_pattern: UnderstandingPatternText | None = None
     max_words: Annotated[int, Field(ge=1, le=12)] = 6
     long_turn_words: Annotated[int, Field(ge=10, le=400)] = 40
 
