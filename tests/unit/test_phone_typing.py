@@ -518,6 +518,10 @@ SEVENTH_ROUND: dict[str, list[Turn]] = {
         ("hi", "request_program", {}),
         ("the other course", "request_program", {"program": "unknown"}),
     ],
+    "children who need minding are a need": [
+        ("data support by text", "confirm", {"program": "data_support"}),
+        ("my 2 boys will need looking after while im in class", "next_step", {"childcare_needed": "yes"}),
+    ],
     "a channel by text message, then a closing": [
         ("forklift", "request_contact", {"program": "forklift"}),
         ("via text msg is best", "confirm", {"contact_channel": "phone"}),
