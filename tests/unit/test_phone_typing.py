@@ -556,3 +556,16 @@ def test_a_question_after_a_comma_or_asked_for_someone_is_answered(
     read = understand(text, pack)
     _, got = next_state(DialogueState.new(pack.frame), read, pack)
     assert (got, read.topic) == (action, topic)
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [("lunch options nearby", "food"), ("internships after the course", "jobs"), ("retake policy", "retakes")],
+)
+def test_a_search_for_what_the_handbook_does_not_cover_is_abstained_on_with_its_topic(
+    pack: DomainPack, text: str, topic: str
+) -> None:
+    read = understand(text, pack)
+    state, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
+    assert state.get("program") == "unknown"
