@@ -569,3 +569,19 @@ def test_a_search_for_what_the_handbook_does_not_cover_is_abstained_on_with_its_
     state, action = next_state(DialogueState.new(pack.frame), read, pack)
     assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
     assert state.get("program") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [("accessibility info", "accessibility"), ("withdrawal info", "withdrawal"), ("ramps and lifts", "accessibility")],
+)
+def test_a_search_a_rule_reads_in_the_desks_own_words_is_answered(pack: DomainPack, text: str, topic: str) -> None:
+    # No example of a topic is near, none elsewhere is sure, and every word is the desk's: the rules' topic stands.
+    read = understand(text, pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.INFORM, topic)
+
+
+def test_a_search_in_words_the_desk_never_uses_is_not_answered(pack: DomainPack) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand("hours of starbucks", pack), pack)
+    assert action != Action.INFORM

@@ -836,7 +836,7 @@ def _read_at_desk(
             return read_as(model_topic.intent_name, "inform", model_topic)
     search = len(words) <= SEARCH_WORDS and not (question or answer or correction)
     statement_topic = _topic(text, pack) if search else None  # the rules' topic of a statement, read once
-    searched = _searched_topic(statement_topic, pack, found, examples) if search else None
+    searched = _searched_topic(statement_topic, pack, found, examples, words) if search else None
     if statement_topic is not None and not statement_topic.covered and not slots.mentions_any:
         # Typed as a search for something the handbook does not cover ("food facility inside the campus"): abstained
         # on, and the topic kept for the staff who take it up.
@@ -951,11 +951,17 @@ SEARCH_MARGIN = 2.0
 `min_margin` ahead of every other label, or nearest the topic its rule reads (at `far_score` or more), asks about it."""
 
 
-def _searched_topic(ruled: Topic | None, pack: DomainPack, found: Match | None, examples: ExampleSet) -> Topic | None:
+def _searched_topic(
+    ruled: Topic | None, pack: DomainPack, found: Match | None, examples: ExampleSet, words: list[str]
+) -> Topic | None:
     """The covered topic a short statement typed as a search asks about, if the examples and the rules (their
     reading `ruled`) agree."""
     if found is None or not found.label.startswith(f"{TOPIC}:"):
-        return None
+        # No example of a topic is near: the rules' covered topic stands, where no example elsewhere is sure and every
+        # word is one the desk uses ("office working hours"; not "hours of starbucks").
+        sure_elsewhere = found is not None and found.score >= examples.min_score
+        trusted = ruled is not None and ruled.covered and not sure_elsewhere and not _unknown_words(words, pack)
+        return ruled if trusted else None
     near = pack.topic(found.label.partition(":")[2])
     if near is None or not near.covered or found.score < examples.far_score:
         return None
