@@ -585,3 +585,15 @@ def test_a_search_a_rule_reads_in_the_desks_own_words_is_answered(pack: DomainPa
 def test_a_search_in_words_the_desk_never_uses_is_not_answered(pack: DomainPack) -> None:
     _, action = next_state(DialogueState.new(pack.frame), understand("hours of starbucks", pack), pack)
     assert action != Action.INFORM
+
+
+@pytest.mark.parametrize("text", ["my daughter wants to ring the centre", "my brother will phone you on monday"])
+def test_someone_else_who_will_call_the_desk_chooses_no_channel(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert state.get("contact_channel") == "unknown"
+    assert action != Action.HAND_OFF
+
+
+def test_stopping_the_course_is_withdrawal(pack: DomainPack) -> None:
+    read = understand("i have to stop the course, what do i do", pack)
+    assert (read.route, read.topic) == ("inform", "withdrawal")
