@@ -597,3 +597,13 @@ def test_someone_else_who_will_call_the_desk_chooses_no_channel(pack: DomainPack
 def test_stopping_the_course_is_withdrawal(pack: DomainPack) -> None:
     read = understand("i have to stop the course, what do i do", pack)
     assert (read.route, read.topic) == ("inform", "withdrawal")
+
+
+@pytest.mark.parametrize(
+    "text", ["pass me on to the librarian", "can the man at the desk ring me", "let someone from the library call me"]
+)
+def test_the_library_hands_off_a_request_for_a_person_by_who_and_how(text: str) -> None:
+    library = load_pack(RIVERTON.parent / "harbourview_library")
+    state, action = next_state(DialogueState.new(library.frame), understand(text, library), library)
+    assert action == Action.HAND_OFF
+    assert all(state.get(slot) == "unknown" for slot in library.frame.slot_names)
