@@ -607,3 +607,20 @@ def test_the_library_hands_off_a_request_for_a_person_by_who_and_how(text: str) 
     state, action = next_state(DialogueState.new(library.frame), understand(text, library), library)
     assert action == Action.HAND_OFF
     assert all(state.get(slot) == "unknown" for slot in library.frame.slot_names)
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("when do applications close for the data course", "deadlines"),
+        ("is there a cut off date to enrol", "deadlines"),
+        ("can i pay the fee monthly", "payment_plans"),
+        ("can i split the cost over a few weeks", "payment_plans"),
+        ("what if i need sick leave during the course", "absence"),
+    ],
+)
+def test_deadlines_payment_plans_and_sick_days_are_not_in_the_handbook(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    state, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
+    assert state.get("program") == "unknown"
