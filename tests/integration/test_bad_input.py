@@ -63,7 +63,8 @@ def test_bad_turn_bodies(
 
 def test_text_of_exactly_the_limit_is_accepted(stack: LocalStack, conversation: str) -> None:
     response = stack.call_api("POST", f"/conversations/{conversation}/turns", {"text": "x" * 1000})
-    assert response.status == 202
+    # Accepted: a fixed reply (200; one unknown word far from every example is abstained on) or queued (202).
+    assert response.status in (200, 202)
 
 
 def test_unknown_conversation(stack: LocalStack) -> None:

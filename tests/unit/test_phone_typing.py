@@ -408,7 +408,9 @@ def test_a_short_first_turn_in_words_the_desk_never_uses_is_abstained_on(pack: D
     assert action == Action.ABSTAIN_HAND_OFF
 
 
-@pytest.mark.parametrize("text", ["hullo", "cheers", "ok", "yes please", "thx"])
+@pytest.mark.parametrize(
+    "text", ["hullo", "cheers", "ok", "yes please", "thx", "yo bro", "wassup", "hey dude", "hello there pal", "sup"]
+)
 def test_a_short_first_turn_of_small_talk_is_still_asked_the_first_question(pack: DomainPack, text: str) -> None:
     _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.REQUEST_PROGRAM
@@ -623,4 +625,13 @@ def test_deadlines_payment_plans_and_sick_days_are_not_in_the_handbook(pack: Dom
     read = understand(text, pack)
     state, action = next_state(DialogueState.new(pack.frame), read, pack)
     assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
+    assert state.get("program") == "unknown"
+
+
+@pytest.mark.parametrize("text", ["qwertyuiop", "zxcvbnm", "asdf jkl"])
+def test_a_short_first_turn_far_from_every_example_in_no_word_the_desk_uses_is_abstained_on(
+    pack: DomainPack, text: str
+) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.ABSTAIN_HAND_OFF
     assert state.get("program") == "unknown"

@@ -912,13 +912,17 @@ def _read_at_desk(
         and len(words) <= SMALL_TALK_WORDS
         and content
         and not framed
-        and nearest == OTHER
-        and found is not None
-        and found.margin >= SHORT_OTHER_MARGIN * examples.min_margin
+        and pack.examples is not None
+        and (
+            found is None
+            or found.score < examples.far_score
+            or (nearest == OTHER and found.margin >= SHORT_OTHER_MARGIN * examples.min_margin)
+        )
         and _all_unknown(content, pack)
     ):
-        # A short first turn in words the desk never uses, nearest other desks' turns, is no small talk: "define
-        # economics", "lab manual", "coffee please" are abstained on, never asked for a slot.
+        # A short first turn in words the desk never uses, far from every example or nearest other desks' turns, is no
+        # small talk: "define economics", "lab manual", "coffee please", "qwertyuiop" are abstained on, never asked for
+        # a slot.
         return read_as(off_desk, "abstain")
     if content and not framed and far and not chat:
         return read_as(off_desk, "abstain")  # far from everything the desk knows: out of scope
