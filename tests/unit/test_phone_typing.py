@@ -352,7 +352,7 @@ def test_a_sixth_round_conversation(pack: DomainPack, name: str) -> None:
         ("I'd like to book a chat with a careers advisor", Action.HAND_OFF, None),
         ("is this an automated service", Action.ABSTAIN_HAND_OFF, None),  # what the assistant is
         ("Am I chatting with a computer program?", Action.ABSTAIN_HAND_OFF, None),  # not a question on computers
-        ("What documents are required for a graduate application?", Action.ABSTAIN_HAND_OFF, None),
+        ("What documents are required for a graduate application?", Action.ABSTAIN_HAND_OFF, "degrees"),
         ("what documents do i need to apply?", Action.INFORM, "enrollment_process"),
         ("r u guys open on weekends", Action.INFORM, "centre_hours"),
         ("Can you look up my brother's application and tell me if he got in?", Action.REFUSE, None),
@@ -634,4 +634,20 @@ def test_a_short_first_turn_far_from_every_example_in_no_word_the_desk_uses_is_a
 ) -> None:
     state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.ABSTAIN_HAND_OFF
+    assert state.get("program") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("do you do any postgrad courses?", "degrees"),
+        ("is the forklift licence worth credits towards a bachelors?", "degrees"),
+        ("whats the attendance rule for data support?", "absence"),
+        ("is there transportation from the station?", "transport"),
+    ],
+)
+def test_degrees_attendance_and_transport_are_not_in_the_handbook(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    state, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
     assert state.get("program") == "unknown"
