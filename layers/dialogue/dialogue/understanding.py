@@ -481,7 +481,8 @@ def _word_mentions(
                 near = {
                     v
                     for word, v in words.items()
-                    if (
+                    if word[0] == token[0]  # every misspelling below keeps the first letter: skip the rest at once
+                    and (
                         misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
                         or (slot == answering and (_short_typo(token, word) or _answer_typo(token, word)))
                     )
@@ -1017,7 +1018,9 @@ def _offering_words(text: str, pack: DomainPack) -> dict[str, set[str]]:
     named: dict[str, set[str]] = {}
     for token in _LETTERS.findall(text):
         for word, value in words.items():
-            if token == word or (len(word) >= LONG_WORD and misspells(token, word, allowed_edits(word))):
+            if token == word or (
+                len(word) >= LONG_WORD and token[0] == word[0] and misspells(token, word, allowed_edits(word))
+            ):
                 named.setdefault(value, set()).add(word)
     return named
 
