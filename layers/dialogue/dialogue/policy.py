@@ -97,8 +97,8 @@ def _other_offering(state: DialogueState, pack: DomainPack) -> str | None:
     course"); else none."""
     if not state.is_known(pack.program_slot):
         return None
-    offerings = [value for value in pack.frame.slot(pack.program_slot).values if value != state.get(pack.program_slot)]
-    offerings = [value for value in offerings if value != UNKNOWN]
+    chosen = state.get(pack.program_slot)
+    offerings = [value for value in pack.frame.slot(pack.program_slot).values if value not in (UNKNOWN, chosen)]
     return offerings[0] if len(offerings) == 1 else None
 
 

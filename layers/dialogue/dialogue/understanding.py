@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -130,15 +130,10 @@ def _fires(
 
 
 def _exception_spans(
-    text: str,
-    rule: ScreenRule | IntentRule,
-    benign: Mapping[str, re.Pattern[str]],
-    among: Collection[str] | None = None,
+    text: str, rule: ScreenRule | IntentRule, benign: Mapping[str, re.Pattern[str]]
 ) -> list[tuple[int, int]]:
-    """Where the rule's benign exceptions (those `among`, if given) match the text."""
-    return [
-        span.span() for name in rule.unless if among is None or name in among for span in benign[name].finditer(text)
-    ]
+    """Where the rule's benign exceptions match the text."""
+    return [span.span() for name in rule.unless for span in benign[name].finditer(text)]
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
@@ -430,7 +425,8 @@ def _slots(
             updates[slot] = value
     mentioned = frozenset(mention.slot for mention in mentions)
     asked = {slot.name for slot in pack.frame.requested_slots}
-    stated = frozenset(m.slot for m in mentions if questions and m.end <= min(start for start, _ in questions))
+    first_question = min((start for start, _ in questions), default=None) if questions else None
+    stated = frozenset(m.slot for m in mentions if first_question is not None and m.end <= first_question)
     return _Slots(updates, bool(mentioned & asked), mentioned, stated)
 
 
@@ -656,16 +652,14 @@ def _read_at_desk(
     # Where each hand-off intent's benign exceptions match, found once: a question about the assistant or about staff
     # ("am I chatting with a computer program?") is no request for a person, and a topic's words inside it ask
     # nothing of the topic.
-    excepted = {
-        rule.name: _exception_spans(text, rule, compiled.benign)
+    named_spans = {
+        rule.name: [(name, found.span()) for name in rule.unless for found in compiled.benign[name].finditer(text)]
         for rule, _ in compiled.intents
         if rule.route == "hand_off"
     }
+    excepted = {intent: [span for _, span in found] for intent, found in named_spans.items()}
     about_the_assistant = [
-        span
-        for rule, _ in compiled.intents
-        if rule.route == "hand_off"
-        for span in _exception_spans(text, rule, compiled.benign, compiled.hides_topics)
+        span for found in named_spans.values() for name, span in found if name in compiled.hides_topics
     ]
     rule_topic = _topic(text, pack, outside=about_the_assistant or None) if question else None
     model_topic = pack.topic(name) if kind == TOPIC else None
@@ -732,7 +726,8 @@ def _read_at_desk(
         # take to come").
         words_for |= {pack.program_slot}
     # A yes/no slot's value named only inside a question about the desk is asked about, not said ("is there a creche?").
-    asked_about = _question_clauses(text, compiled.question, answers.itself if answers else None) if question else None
+    clauses = _question_clauses(text, compiled.question) if question else None
+    asked_about = _about_the_desk(text, clauses, answers.itself if answers else None) if clauses is not None else None
     slots = _slots(
         text,
         pack,
@@ -743,7 +738,7 @@ def _read_at_desk(
         short=short and not on_a_topic,
         answering=asked_slot,
         asked_about=asked_about,
-        questions=_question_clauses(text, compiled.question) if question else None,
+        questions=clauses,
     )
     updates = dict(slots.updates)
     other_offering = (
@@ -1031,12 +1026,9 @@ _SENTENCE_END = re.compile(r"[.!?]")
 _CLAUSE_START = re.compile(r"[.!?,;]")
 
 
-def _question_clauses(
-    text: str, question: re.Pattern[str], itself: re.Pattern[str] | None = None
-) -> list[tuple[int, int]]:
-    """The spans of a turn's questions about the desk: from a question word to the end of its sentence ("do you offer
-    childcare?"), or for a bare question mark, from the clause it closes ("i'll need the creche, is it free?": "is it
-    free?"). A question in which the resident speaks of themselves (`itself`: "can I bring my kid?") is not one."""
+def _question_clauses(text: str, question: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The spans of a turn's questions: from a question word to the end of its sentence ("do you offer childcare?"),
+    or for a bare question mark, from the clause it closes ("i'll need the creche, is it free?": "is it free?")."""
     spans: list[tuple[int, int]] = []
     for match in question.finditer(text):
         if match.group().endswith("?") and match.end() - match.start() == 1:
@@ -1045,7 +1037,13 @@ def _question_clauses(
         else:
             end = _SENTENCE_END.search(text, match.end())
             spans.append((match.start(), end.end() if end else len(text)))
-    return [(a, b) for a, b in spans if itself is None or itself.search(text, a, b) is None]
+    return spans
+
+
+def _about_the_desk(text: str, clauses: list[tuple[int, int]], itself: re.Pattern[str] | None) -> list[tuple[int, int]]:
+    """The question `clauses` about the desk: not one in which the resident speaks of themselves (`itself`: "can I
+    bring my kid?")."""
+    return [(a, b) for a, b in clauses if itself is None or itself.search(text, a, b) is None]
 
 
 def _understanding(reading: _Reading) -> Understanding:
