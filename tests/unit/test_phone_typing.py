@@ -651,3 +651,87 @@ def test_degrees_attendance_and_transport_are_not_in_the_handbook(pack: DomainPa
     state, action = next_state(DialogueState.new(pack.frame), read, pack)
     assert (action, read.topic) == (Action.ABSTAIN_HAND_OFF, topic)
     assert state.get("program") == "unknown"
+
+
+# The eighth round: the seventh blind set's tuning part, and conversations tried as residents type.
+EIGHTH_ROUND: dict[str, list[Turn]] = {
+    "the first or second one answers which program, in the order the request names them": [
+        ("i want to enrol", "request_program", {}),
+        ("the first one", "request_contact", {"program": "data_support"}),
+        ("emale me", "confirm", {"contact_channel": "email"}),
+        ("chers", "next_step", {"program": "data_support"}),
+    ],
+    "the last one is the second of two": [
+        ("hi", "request_program", {}),
+        ("ok the 2nd one pls", "request_contact", {"program": "forklift"}),
+        ("cal me", "confirm", {"contact_channel": "phone"}),
+    ],
+    "the computer one and the driving one name the courses": [
+        ("hi", "request_program", {}),
+        ("the computers one", "request_contact", {"program": "data_support"}),
+        ("the driving one", "request_contact", {"program": "forklift"}),
+    ],
+    "no kids in other words is no child care; nobody to mind them is a need": [
+        ("Data support. i havent got kids btw", "request_contact", {"childcare_needed": "no"}),
+        ("not by phone", "request_contact", {"contact_channel": "unknown"}),
+        ("by email then", "confirm", {"contact_channel": "email", "childcare_needed": "no"}),
+        ("oh wait i dont have anyone to mind my kids after all", "next_step", {"childcare_needed": "yes"}),
+    ],
+    "words spelt by sound": [
+        ("wen is the forklif lisense korse", "inform", {"program": "forklift"}),
+        ("fone me", "confirm", {"contact_channel": "phone"}),
+    ],
+    "childcare misspelt is still child care": [
+        ("i need childcar for my son", "request_program", {"childcare_needed": "yes"}),
+    ],
+    "someone on the phone is no channel": [
+        ("the man on the phone said the data support course is on tuesdays?", "inform", {"contact_channel": "unknown"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", EIGHTH_ROUND)
+def test_an_eighth_round_conversation(pack: DomainPack, name: str) -> None:
+    _talk(pack, EIGHTH_ROUND[name])
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "topic"),
+    [
+        ("no need for a human, just what days is forklift", Action.INFORM, "schedule"),
+        ("I don't need staff, I just want to know how to withdraw", Action.INFORM, "withdrawal"),
+        ("did a human write your answers?", Action.ABSTAIN_HAND_OFF, None),
+        ("how many attempts do i get at the final assessment?", Action.ABSTAIN_HAND_OFF, "retakes"),
+        ("whats 17 times 23", Action.ABSTAIN_HAND_OFF, "elsewhere"),
+        ("what time is it in manila", Action.ABSTAIN_HAND_OFF, "elsewhere"),
+    ],
+)
+def test_declining_a_person_is_no_request_and_other_services_are_not_answered(
+    pack: DomainPack, text: str, action: Action, topic: str | None
+) -> None:
+    read = understand(text, pack)
+    _, got = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (got, read.topic) == (action, topic)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please have somebody from the front desk reach out to me.",
+        "I should be most grateful if a member of your team could telephone me",
+        "I'd like to sit down with someone at the desk face to face",
+        "cud sumwun from staf get bak 2 me",
+    ],
+)
+def test_a_member_of_the_team_or_a_request_spelt_by_sound_is_handed_off(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.HAND_OFF
+
+
+def test_more_places_than_programs_is_a_pack_error(pack_copy: Path) -> None:
+    from dialogue.pack.loader import PackError
+    from tests.pack_files import edit_domain
+
+    edit_domain(pack_copy, "offering_by_place_patterns = [", "offering_by_place_patterns = ['third',")
+    with pytest.raises(PackError, match=r"offering_by_place_patterns: 3 places for 2 programs"):
+        load_pack(pack_copy)

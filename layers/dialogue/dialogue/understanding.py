@@ -749,6 +749,16 @@ def _read_at_desk(
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
         assert asked_slot is not None
         updates[asked_slot] = answer  # type: ignore[assignment]
+    if (
+        asked_slot == pack.program_slot
+        and short
+        and not question
+        and asked_slot not in slots.mentioned
+        and answers is not None
+        and (place := next((index for index, pattern in enumerate(answers.by_place) if pattern.search(text)), None))
+        is not None
+    ):
+        updates[asked_slot] = pack.spec.programs[place].id  # "the first one", answering "which program?"
 
     def read_as(intent_name: str, route: Route, topic: Topic | None = None) -> Understanding:
         kept = updates

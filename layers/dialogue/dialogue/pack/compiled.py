@@ -41,6 +41,7 @@ class CompiledAnswers:
     restart: re.Pattern[str]
     itself: re.Pattern[str]
     other_offering: re.Pattern[str] | None = None
+    by_place: tuple[re.Pattern[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class CompiledPatterns:
                     if rules.answers.other_offering_pattern
                     else None
                 ),
+                by_place=tuple(understanding(text) for text in rules.answers.offering_by_place_patterns),
             )
             if rules.answers
             else None,

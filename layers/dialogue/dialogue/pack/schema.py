@@ -275,6 +275,9 @@ class AnswerRules(_Strict):
     self_pattern: UnderstandingPatternText
     # "The other course": where the program slot has two values and holds one, the turn chooses the other.
     other_offering_pattern: UnderstandingPatternText | None = None
+    # "The first one", "the 2nd one", answering "which program?": the Nth pattern chooses the Nth program in the
+    # order of `[[programs]]`, the order in which the desk's request for the program names them.
+    offering_by_place_patterns: tuple[UnderstandingPatternText, ...] = ()
     max_words: Annotated[int, Field(ge=1, le=12)] = 6
     long_turn_words: Annotated[int, Field(ge=10, le=400)] = 40
 
@@ -617,6 +620,11 @@ class DomainSpec(_Strict):
             raise ValueError(f"{located('actions')}: lacks {lacking}; add {tables}{each} with {keys}")
         if unasked := sorted(str(action) for action in set(self.actions) - {*FIXED_ACTIONS, *requests}):
             raise ValueError(f"{located('actions')}: {unasked} ask for no slot (name one in a slot's request_action)")
+        answers = self.understanding.answers
+        places = len(answers.offering_by_place_patterns) if answers is not None else 0
+        if places > len(self.programs):
+            where = located("understanding.answers", field="offering_by_place_patterns")
+            raise ValueError(f"{where}: {places} places for {len(self.programs)} programs")
         for index, rule in enumerate(self.understanding.slot_rules):
             if rule.slot not in slot_names:
                 raise ValueError(f"{located('understanding.slot_rules', index, 'slot')}: {rule.slot!r} is no slot")
