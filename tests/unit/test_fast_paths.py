@@ -170,6 +170,11 @@ def test_other_patterns_keep_ignorecase(pattern: str) -> None:
     assert compile_understanding(pattern).flags & re.IGNORECASE
 
 
+def test_a_pattern_with_an_emoji_takes_the_fast_path_and_a_cased_letter_does_not() -> None:
+    assert not compile_understanding("\U0001f4e7|\\bmail\\b").flags & re.IGNORECASE
+    assert compile_understanding("\U0001f4e7|\u017fome").flags & re.IGNORECASE  # the long s folds to "s"
+
+
 def _texts() -> list[str]:
     texts = []
     for path, column in ((CASES_FILE, "text"), (SCRIPTED_FILE, "user_utterance")):

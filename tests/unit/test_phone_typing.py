@@ -684,6 +684,26 @@ EIGHTH_ROUND: dict[str, list[Turn]] = {
     "childcare misspelt is still child care": [
         ("i need childcar for my son", "request_program", {"childcare_needed": "yes"}),
     ],
+    "emoji answers: a letter for email, a phone for phone, a thumbs up for yes": [
+        ("👋", "request_program", {}),
+        ("the data one", "request_contact", {"program": "data_support"}),
+        ("📞 pls", "confirm", {"contact_channel": "phone"}),
+        ("no wait 📧", "confirm", {"contact_channel": "email"}),
+        ("👍", "next_step", {"contact_channel": "email"}),
+    ],
+    "not knowing yet is asked again, a text is the phone, a reset starts over": [
+        ("alright", "request_program", {}),
+        ("I don't know yet", "request_program", {"program": "unknown"}),
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("not email, a text", "confirm", {"contact_channel": "phone"}),
+        ("reset pls", "request_program", {"program": "unknown", "contact_channel": "unknown"}),
+    ],
+    "someone else who deals with my emails is no channel; closings in other words": [
+        ("forklift please, my son deals with emails for me", "request_contact", {"contact_channel": "unknown"}),
+        ("sory i mean text", "confirm", {"contact_channel": "phone"}),
+        ("no bother, bye", "next_step", {"contact_channel": "phone"}),
+        ("night", "next_step", {"contact_channel": "phone"}),
+    ],
     "someone on the phone is no channel": [
         ("the man on the phone said the data support course is on tuesdays?", "inform", {"contact_channel": "unknown"}),
     ],
@@ -721,6 +741,10 @@ def test_declining_a_person_is_no_request_and_other_services_are_not_answered(
         "I should be most grateful if a member of your team could telephone me",
         "I'd like to sit down with someone at the desk face to face",
         "cud sumwun from staf get bak 2 me",
+        "transfer me to the enrolment team",
+        "this is urgent, I need a person",
+        "hi can I leave a message for Joanne at the front desk",
+        "I'd appreciate a call from someone on the team",
     ],
 )
 def test_a_member_of_the_team_or_a_request_spelt_by_sound_is_handed_off(pack: DomainPack, text: str) -> None:

@@ -672,7 +672,9 @@ def _read_at_desk(
             if (match := pattern.search(text)) is not None:
                 answer, skip = said, match.span()  # type: ignore[assignment]
                 break
-        if answer is None and asked_slot is not None and answers.unsure.search(text):
+        # "I don't know yet" answering "which program?" is unsure, not a no: only a yes/no slot takes a no.
+        unsure = asked_slot is not None and answers.unsure.search(text) is not None
+        if unsure and (answer is None or (answer == "no" and not yes_no_slot)):
             answer = "unsure"
     restart = answers is not None and answers.restart.search(text) is not None
     other_pattern = answers.other_offering if answers is not None else None
@@ -800,7 +802,11 @@ def _read_at_desk(
         slots.mentions_any
         and nearest in (OTHER, SCREEN)
         and not on_a_topic
-        and (elsewhere or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or names_an_offering))))
+        and (
+            # an answer of a few words to the slot just asked is the resident's, wherever its words are most used
+            (elsewhere and not (kind == OTHER and answers_asked and len(words) <= SMALL_TALK_WORDS))
+            or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or names_an_offering)))
+        )
     ):
         # Nearest other desks' turns or attacks, and on none of the desk's topics: its values are about
         # something else ("how can I track my wife's tablet?", "set the living room lights"), unless it is a

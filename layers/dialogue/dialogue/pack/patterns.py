@@ -31,13 +31,14 @@ _NUMBERED_ESCAPE = re.compile(r"\\(?:[xuUN0-9])")
 def compile_understanding(pattern: str) -> re.Pattern[str]:
     """An understanding pattern, for matching against `normalize(text)`, which is case-folded.
 
-    Written in lower case, with no escape that names a character by number, a pattern matches
-    normalized text the same with or without IGNORECASE: the text's only letters that IGNORECASE
-    equates with a lower-case ASCII letter are that letter itself (see `dialogue.normalize`). It is
-    compiled without it, which lets Python's re skip ahead on literal characters (about twice as
-    fast). Any other pattern keeps IGNORECASE.
+    Written in lower case, with no escape that names a character by number and no character outside
+    ASCII that has a case (an emoji has none), a pattern matches normalized text the same with or without
+    IGNORECASE: the text's only letters that IGNORECASE equates with a lower-case ASCII letter are that
+    letter itself (see `dialogue.normalize`). It is compiled without it, which lets Python's re skip ahead
+    on literal characters (about twice as fast). Any other pattern keeps IGNORECASE.
     """
-    if pattern.isascii() and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
+    caseless = all(char.isascii() or char.lower() == char == char.upper() for char in pattern)
+    if caseless and not any(char.isupper() for char in pattern) and not _NUMBERED_ESCAPE.search(pattern):
         return compile_pattern(pattern, re.NOFLAG)
     return compile_pattern(pattern)
 
