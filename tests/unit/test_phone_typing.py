@@ -724,6 +724,7 @@ def test_an_eighth_round_conversation(pack: DomainPack, name: str) -> None:
         ("are the staff friendly", Action.ABSTAIN_HAND_OFF, None),
         ("how many staff work there", Action.ABSTAIN_HAND_OFF, None),
         ("do humans read these chats", Action.ABSTAIN_HAND_OFF, None),
+        ("who do i talk to if i want to leave the course", Action.INFORM, "withdrawal"),
         ("how many attempts do i get at the final assessment?", Action.ABSTAIN_HAND_OFF, "retakes"),
         ("whats 17 times 23", Action.ABSTAIN_HAND_OFF, "elsewhere"),
         ("what time is it in manila", Action.ABSTAIN_HAND_OFF, "elsewhere"),
@@ -748,6 +749,13 @@ def test_declining_a_person_is_no_request_and_other_services_are_not_answered(
         "this is urgent, I need a person",
         "hi can I leave a message for Joanne at the front desk",
         "I'd appreciate a call from someone on the team",
+        "is there someone i can ring about this",
+        "who do i contact about this",
+        "put someone on please",
+        "please escalate this",
+        "i want to speak to whoever handles enrolments",
+        "i would like to discuss my application with someone",
+        "can i speak to the course leader",
     ],
 )
 def test_a_member_of_the_team_or_a_request_spelt_by_sound_is_handed_off(pack: DomainPack, text: str) -> None:
