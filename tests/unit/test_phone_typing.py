@@ -704,6 +704,12 @@ EIGHTH_ROUND: dict[str, list[Turn]] = {
         ("no bother, bye", "next_step", {"contact_channel": "phone"}),
         ("night", "next_step", {"contact_channel": "phone"}),
     ],
+    "a value with a no after it is negated": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("childcare no", "request_contact", {"childcare_needed": "no"}),
+        ("phone no", "request_contact", {"contact_channel": "unknown"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+    ],
     "someone on the phone is no channel": [
         ("the man on the phone said the data support course is on tuesdays?", "inform", {"contact_channel": "unknown"}),
     ],
@@ -725,6 +731,10 @@ def test_an_eighth_round_conversation(pack: DomainPack, name: str) -> None:
         ("how many staff work there", Action.ABSTAIN_HAND_OFF, None),
         ("do humans read these chats", Action.ABSTAIN_HAND_OFF, None),
         ("who do i talk to if i want to leave the course", Action.INFORM, "withdrawal"),
+        ("what can i sign up for", Action.INFORM, "programs_offered"),
+        ("are there lifts", Action.INFORM, "accessibility"),
+        ("i need to quit the course what do i do", Action.INFORM, "withdrawal"),
+        ("my son is being bullied at school what do i do", Action.ABSTAIN_HAND_OFF, "wrongdoing"),
         ("how many attempts do i get at the final assessment?", Action.ABSTAIN_HAND_OFF, "retakes"),
         ("whats 17 times 23", Action.ABSTAIN_HAND_OFF, "elsewhere"),
         ("what time is it in manila", Action.ABSTAIN_HAND_OFF, "elsewhere"),
