@@ -780,3 +780,42 @@ def test_more_places_than_programs_is_a_pack_error(pack_copy: Path) -> None:
     edit_domain(pack_copy, "offering_by_place_patterns = [", "offering_by_place_patterns = ['third',")
     with pytest.raises(PackError, match=r"offering_by_place_patterns: 3 places for 2 programs"):
         load_pack(pack_copy)
+
+
+@pytest.mark.parametrize(
+    "text", ["eee course", "mech course", "courses for business administration", "I want to Enroll into UG course"]
+)
+def test_an_offering_the_desk_does_not_run_is_abstained_on(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert (action, state.get("program")) == (Action.ABSTAIN_HAND_OFF, "unknown")
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("the computer course", Action.REQUEST_CONTACT),
+        ("the short course", Action.REQUEST_PROGRAM),
+        ("what courses do you have", Action.INFORM),
+    ],
+)
+def test_the_desks_own_offerings_and_plain_words_for_a_course_are_not_abstained_on(
+    pack: DomainPack, text: str, action: Action
+) -> None:
+    _, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert got == action
+
+
+def test_answering_which_program_with_an_unknown_course_is_asked_again(pack: DomainPack) -> None:
+    state, _ = next_state(DialogueState.new(pack.frame), understand("hi", pack), pack)
+    state, action = next_state(state, understand("the tech course", pack, state.asked), pack)
+    assert (action, state.get("program")) == (Action.REQUEST_PROGRAM, "unknown")
+
+
+def test_an_unrun_offering_pattern_needs_a_name_group(pack_copy: Path) -> None:
+    from dialogue.pack.loader import PackError
+    from tests.pack_files import edit_domain
+
+    edit_domain(pack_copy, "(?P<name>[^\\W\\d_]{2,})", "([^\\W\\d_]{2,})")
+    edit_domain(pack_copy, "(?P<name2>[^\\W\\d_]{2,})", "([^\\W\\d_]{2,})")
+    with pytest.raises(PackError, match=r"unrun_offering_pattern: .*no group named 'name'"):
+        load_pack(pack_copy)

@@ -789,6 +789,15 @@ def _read_at_desk(
         return read_as(rule_topic.intent_name, "abstain", rule_topic)
     if long_turn and kind not in (TOPIC, INTENT, VALUE):
         return read_as(off_desk, "abstain")
+    if (
+        asked_slot != pack.program_slot
+        and not names_an_offering
+        and pack.program_slot not in slots.mentioned
+        and _names_an_unrun_offering(text, pack)
+    ):
+        # "the mech course": one the desk does not run. Answering "which program?" it is asked again instead: a
+        # resident may name the desk's own course in words it does not know ("the tech one").
+        return read_as(unmatched if question else off_desk, "abstain")
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
     # The resident's own choice: a statement in their own words ("I'd prefer a letter"), or an answer naming a value of
     # the slot just asked ("an SMS would be fine", "and can you text me").
@@ -1008,6 +1017,25 @@ def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
 STEM_LETTERS = 4
 """A word that begins with a word or stem of this many letters that the desk uses is the desk's too ("applying",
 "eligibility")."""
+
+
+def _names_an_unrun_offering(text: str, pack: DomainPack) -> bool:
+    """Whether the turn names offerings (`unrun_offering_pattern`) only by words the desk never uses: two letters
+    or more ("ug course", "eee course", "courses for nursing"), none a stop word."""
+    pattern = pack.compiled.unrun_offering
+    if pattern is None:
+        return False
+    # The word is in the group `name`, or one named `name2`, `name3`... where the pattern has several branches.
+    names = [
+        word
+        for found in pattern.finditer(text)
+        for group, word in found.groupdict().items()
+        if group.startswith("name") and word
+    ]
+    names = [name for name in names if name not in STOP_WORDS]
+    return bool(names) and all(
+        name not in pack.desk_words and (len(name) < 3 or _unknown_words([name], pack)) for name in names
+    )
 
 
 def _all_unknown(content: list[str], pack: DomainPack) -> bool:

@@ -56,6 +56,7 @@ class CompiledPatterns:
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
     frame_statement: re.Pattern[str] | None
+    unrun_offering: re.Pattern[str] | None
     greeting: re.Pattern[str] | None
     topics: tuple[tuple[Topic, re.Pattern[str]], ...]
     negation_cue: re.Pattern[str]
@@ -94,6 +95,11 @@ class CompiledPatterns:
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
             frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
+            unrun_offering=(
+                understanding(rules.statements.unrun_offering_pattern)
+                if rules.statements and rules.statements.unrun_offering_pattern
+                else None
+            ),
             greeting=(
                 understanding(rules.statements.greeting_pattern)
                 if rules.statements and rules.statements.greeting_pattern

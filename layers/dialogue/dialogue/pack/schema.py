@@ -6,6 +6,7 @@ holds both, checked against each other).
 
 from __future__ import annotations
 
+import re
 import string
 from enum import StrEnum
 from functools import cached_property
@@ -151,6 +152,18 @@ class StatementRules(_Strict):
     small_talk_max_words: Annotated[int, Field(ge=0, le=10)]
     unmatched_intent: Identifier
     greeting_pattern: UnderstandingPatternText | None = None
+    # An offering named by a word the desk never uses ("the mech course", "courses for nursing"): the
+    # pattern's group `name` holds the word (or `name2`, `name3`... in further branches). A turn naming no
+    # offering of the desk's, whose every such word is one the desk never uses, asks about an offering the
+    # desk does not run: the desk profile abstains on it.
+    unrun_offering_pattern: UnderstandingPatternText | None = None
+
+    @field_validator("unrun_offering_pattern")
+    @classmethod
+    def _has_name_group(cls, pattern: str | None) -> str | None:
+        if pattern is not None and "name" not in re.compile(pattern).groupindex:
+            raise ValueError("pattern has no group named 'name' for the word that names the offering")
+        return pattern
 
 
 class Topic(_Strict):
