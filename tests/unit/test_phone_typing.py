@@ -819,3 +819,37 @@ def test_an_unrun_offering_pattern_needs_a_name_group(pack_copy: Path) -> None:
     edit_domain(pack_copy, "(?P<name2>[^\\W\\d_]{2,})", "([^\\W\\d_]{2,})")
     with pytest.raises(PackError, match=r"unrun_offering_pattern: .*no group named 'name'"):
         load_pack(pack_copy)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how much does a new iphone cost",
+        "is the supermarket open on sunday",
+        "where are the nearest public toilets",
+        "how do i cancel my netflix subscription",
+        "my daughter has a fever what should i do",
+        "how do i quit smoking",
+        "what time does the match start",
+        "how do i apply for universal credit",
+        "how do i register to vote",
+        "where can i learn to drive",
+        "is it free to park in town on sundays",
+    ],
+)
+def test_another_services_question_that_shares_a_topics_word_is_abstained_on(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert (action, state.get("program")) == (Action.ABSTAIN_HAND_OFF, "unknown")
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("saw your centre on facebook, what courses do you have", "programs_offered"),
+        ("how do i cancel my place on the course", "withdrawal"),
+    ],
+)
+def test_the_desks_own_questions_near_those_words_are_still_answered(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.INFORM, topic)
