@@ -853,3 +853,29 @@ def test_the_desks_own_questions_near_those_words_are_still_answered(pack: Domai
     read = understand(text, pack)
     _, action = next_state(DialogueState.new(pack.frame), read, pack)
     assert (action, read.topic) == (Action.INFORM, topic)
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        ("hi there, I work shifts so I was wondering what days and times someone is on the front desk", "H01"),
+        ("can i pop in on a friday afternoon to ask about things", "H01"),
+        ("I'm looking to retrain, what have you got on at the moment", "H02"),
+        ("is it just computers and forklifts or is there more", "H02"),
+        ("does a staff member have to check my stuff before I'm in", "H03"),
+        ("I live just outside Riverton but work in the town centre, does that count", "H04"),
+        ("I work 9-5, is data support in the evenings", "H06"),
+        ("I'm rubbish with computers, what does the data support course actually teach", "H07"),
+        ("forklift, do they give you the high vis jacket", "H09"),
+        ("my mum has a walking frame, can she get into the building ok", "H12"),
+        ("what happens to my email address after you've used it", "H15"),
+        ("is that everything i need to do?", "H03"),
+    ],
+)
+def test_a_question_in_a_residents_own_words_is_answered_from_its_row(pack: DomainPack, text: str, row: str) -> None:
+    read = understand(text, pack)
+    state, action = next_state(DialogueState.new(pack.frame), read, pack)
+    topic = pack.topic(read.topic) if read.topic else None
+    assert action == Action.INFORM and topic is not None
+    rows = topic.program_rows.get(state.get("program"), ()) if topic.program_rows else topic.rows
+    assert row in rows
