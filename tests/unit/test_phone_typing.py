@@ -602,7 +602,16 @@ def test_stopping_the_course_is_withdrawal(pack: DomainPack) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["pass me on to the librarian", "can the man at the desk ring me", "let someone from the library call me"]
+    "text",
+    [
+        "pass me on to the librarian",
+        "can the man at the desk ring me",
+        "let someone from the library call me",
+        "is there someone i can ring about this",
+        "please escalate this",
+        "i need a person",
+        "i would like to discuss my fines with a librarian",
+    ],
 )
 def test_the_library_hands_off_a_request_for_a_person_by_who_and_how(text: str) -> None:
     library = load_pack(RIVERTON.parent / "harbourview_library")
