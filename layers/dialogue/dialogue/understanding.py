@@ -425,7 +425,7 @@ def _slots(
             updates[slot] = value
     mentioned = frozenset(mention.slot for mention in mentions)
     asked = {slot.name for slot in pack.frame.requested_slots}
-    first_question = min((start for start, _ in questions), default=None) if questions else None
+    first_question = min(start for start, _ in questions) if questions else None
     stated = frozenset(m.slot for m in mentions if first_question is not None and m.end <= first_question)
     return _Slots(updates, bool(mentioned & asked), mentioned, stated)
 
@@ -673,8 +673,11 @@ def _read_at_desk(
                 answer, skip = said, match.span()  # type: ignore[assignment]
                 break
         # "I don't know yet" answering "which program?" is unsure, not a no: only a yes/no slot takes a no.
-        unsure = asked_slot is not None and answers.unsure.search(text) is not None
-        if unsure and (answer is None or (answer == "no" and not yes_no_slot)):
+        if (
+            (answer is None or (answer == "no" and not yes_no_slot))
+            and asked_slot is not None
+            and answers.unsure.search(text)
+        ):
             answer = "unsure"
     restart = answers is not None and answers.restart.search(text) is not None
     other_pattern = answers.other_offering if answers is not None else None
