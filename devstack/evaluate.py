@@ -184,7 +184,7 @@ def _conversations(cases: Sequence[Case]) -> list[list[Case]]:
 def run_case(case: Case, state: DialogueState, pack: DomainPack) -> tuple[Outcome, DialogueState]:
     """One turn through understanding and the policy, as the turn function runs it."""
     state = state.with_updates(case.before)
-    understood = understand(case.text, pack, state.asked)
+    understood = understand(case.text, pack, state.asked, answered_topic=state.answered_topic)
     after, action = next_state(state, understood, pack)
     topic = turn_topic(understood, action, state)
     rows = passage_ids(action, after, pack, topic) if action.uses_model else ()

@@ -179,6 +179,7 @@ def test_a_waiting_question_is_kept_as_its_topics_name() -> None:
         "slots": {"program": "unknown", "childcare_needed": "unknown", "contact_channel": "unknown"},
         "waiting_topic": "schedule",
         "asked": "request_program",
+        "answered_topic": None,
     }
 
 

@@ -102,9 +102,13 @@ def take_turn(
     # Read under today's pack: a slot value, waiting topic or question a pack change removed reads as unknown
     # or none.
     waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
-    current, unreadable = DialogueState.read_stored(pack.frame, before.state.slots, waiting, before.state.asked)
+    raised = pack.topic(before.state.answered_topic)
+    raising = raised.name if raised is not None and raised.raises is not None else None
+    current, unreadable = DialogueState.read_stored(
+        pack.frame, before.state.slots, waiting, before.state.asked, raising
+    )
     before = before.model_copy(update={"state": current})
-    understanding = understand(text, pack, current.asked)
+    understanding = understand(text, pack, current.asked, answered_topic=current.answered_topic)
     state, action = next_state(before.state, understanding, pack)
     uses_model = action.uses_model
     if uses_model and max_generated_per_hour is not None:

@@ -10,7 +10,8 @@ confirm the old one); ask for the first missing slot; confirm. No branch approve
 The desk profile also keeps what the desk asked last (`DialogueState.asked`): "start over" clears the
 slots and asks again from the first; once the desk has confirmed, a turn that changes no slot is not
 confirmed again: a "no" is asked what to change (clarify), anything else is told what happens next
-(next_step).
+(next_step). And it keeps, for one turn, the topic its answer raised a slot with
+(`DialogueState.answered_topic`: after the creche's answer, "yes please" needs child care).
 """
 
 from __future__ import annotations
@@ -119,4 +120,13 @@ def next_state(state: DialogueState, understanding: Understanding, pack: DomainP
     if action is Action.REFUSE:
         return state, action
     asked = str(action) if action.is_request or action is Action.CONFIRM else updated.asked
-    return updated.waiting_for(_waiting_after(updated, understanding, action, pack)).asking(asked), action
+    after = updated.waiting_for(_waiting_after(updated, understanding, action, pack)).asking(asked)
+    return after.answering(_raised_by(understanding, action, state, pack)), action
+
+
+def _raised_by(understanding: Understanding, action: Action, before: DialogueState, pack: DomainPack) -> str | None:
+    """The topic this turn's answer raises a slot with (`Topic.raises`; desk profile only): an inform on it."""
+    if action is not Action.INFORM or pack.understanding_profile is not UnderstandingProfile.DESK:
+        return None
+    topic = pack.topic(turn_topic(understanding, action, before))
+    return topic.name if topic is not None and topic.raises is not None else None

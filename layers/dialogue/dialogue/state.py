@@ -20,13 +20,18 @@ class DialogueState(BaseModel):
     `asked` is what the desk asked last: the request action of the slot it asked for, or `confirm` once
     it has read the choices back (an action's name, never text). A short answer fills the slot just asked
     ("the blue one", "by post", "yes"), and after the confirmation a turn that changes nothing is not
-    confirmed again."""
+    confirmed again.
+
+    `answered_topic` is the topic the desk answered with its last reply, when that topic raises a slot the desk
+    never asks for (a pack name, never text): after an answer about the creche, "yes please" or "i'll need it"
+    says the resident needs child care. It lasts one turn."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     slots: dict[str, str]
     waiting_topic: str | None = None
     asked: str | None = None
+    answered_topic: str | None = None
 
     @classmethod
     def new(cls, frame: Frame) -> DialogueState:
@@ -44,7 +49,12 @@ class DialogueState(BaseModel):
 
     @classmethod
     def read_stored(
-        cls, frame: Frame, slots: Mapping[str, str], waiting_topic: str | None = None, asked: str | None = None
+        cls,
+        frame: Frame,
+        slots: Mapping[str, str],
+        waiting_topic: str | None = None,
+        asked: str | None = None,
+        answered_topic: str | None = None,
     ) -> tuple[DialogueState, tuple[str, ...]]:
         """A stored state read under today's frame, which a pack change may have altered since it was
         written: a slot the frame has gained starts unknown, one it has lost is dropped, and a value it no
@@ -61,7 +71,8 @@ class DialogueState(BaseModel):
         changed += sorted(set(slots) - set(frame.slot_names))
         if asked != Action.CONFIRM and asked not in frame.request_actions:
             asked = None
-        return cls(slots=read, waiting_topic=waiting_topic, asked=asked), tuple(changed)
+        state = cls(slots=read, waiting_topic=waiting_topic, asked=asked, answered_topic=answered_topic)
+        return state, tuple(changed)
 
     def get(self, slot: str) -> str:
         return self.slots[slot]
@@ -82,6 +93,10 @@ class DialogueState(BaseModel):
     def asking(self, asked: str | None) -> DialogueState:
         """A new state whose last question is `asked` (a request action's name, `confirm`, or None)."""
         return self if asked == self.asked else self.model_copy(update={"asked": asked})
+
+    def answering(self, topic: str | None) -> DialogueState:
+        """A new state whose last answer raised `topic`'s slot (None: it raised none)."""
+        return self if topic == self.answered_topic else self.model_copy(update={"answered_topic": topic})
 
     @property
     def confirmed(self) -> bool:

@@ -505,11 +505,16 @@ def _short_typo(token: str, word: str) -> bool:
     return len(token) == 4 and len(word) == 5 and token[0] == word[0] and within(token, word, 1)
 
 
-def understand(text: str, pack: DomainPack, asked: str | None = None) -> Understanding:
+def understand(
+    text: str, pack: DomainPack, asked: str | None = None, *, answered_topic: str | None = None
+) -> Understanding:
     """Screen and read one turn. A screened turn yields no slot updates.
 
     `asked` is what the desk asked last (`DialogueState.asked`: a request action's name or `confirm`);
-    the desk profile reads a short answer as an answer to it. The lesson profile reads the turn alone."""
+    the desk profile reads a short answer as an answer to it. `answered_topic` is the topic the desk's last
+    answer raised a slot with (`DialogueState.answered_topic`): the desk profile reads a short yes or no as an
+    answer to that slot, and "it" as the topic's words where that reading sets the slot ("i'll need it" after
+    the creche's answer). The lesson profile reads the turn alone."""
     normalized = normalize(text)
     patterns = pack.compiled
     injection = _screens(normalized, patterns.injection, patterns.benign)
@@ -529,7 +534,14 @@ def understand(text: str, pack: DomainPack, asked: str | None = None) -> Underst
                 slot_updates={},
                 contact_typed=True,
             )
-        return _read_at_desk(patterns.expand(normalized), pack, found, examples, asked, injection, staff_only)
+        raised = pack.topic(answered_topic)
+        raised = raised if raised is not None and raised.raises is not None else None
+        reading = _read_at_desk(
+            patterns.expand(normalized), pack, found, examples, asked, injection, staff_only, raised
+        )
+        if screened or raised is None or raised.raises in reading.slot_updates:
+            return reading
+        return _read_as_raised(normalized, pack, raised, reading, asked) or reading
     updates, mentions_values, mentions_any = ({}, False, False) if screened else _read_slots(normalized, pack)
     intent, route, question, topic = _route(
         normalized, pack, mentions_values=mentions_values, mentions_any=mentions_any, screened=screened
@@ -547,6 +559,28 @@ def understand(text: str, pack: DomainPack, asked: str | None = None) -> Underst
         topic=topic.name if topic else None,
         correction=not screened and patterns.correction_marker.search(normalized) is not None,
     )
+
+
+def _read_as_raised(
+    normalized: str, pack: DomainPack, raised: Topic, reading: Understanding, asked: str | None
+) -> Understanding | None:
+    """The turn read with its pronouns as the words of the topic just answered (`Topic.raised_as`), where that
+    sets the slot the topic raises and keeps the turn's route and topic: "aye i'll need it for my wee one" after
+    the creche's answer needs child care; "ok, is it free?" asks what it asked. Else none."""
+    answers = pack.compiled.answers
+    if raised.raised_as is None or answers is None or answers.pronoun is None:
+        return None
+    resolved = answers.pronoun.sub(raised.raised_as, normalized)
+    if resolved == normalized:
+        return None
+    index = pack.example_index
+    found = index.match(resolved) if index is not None else None
+    examples = pack.examples or _NO_EXAMPLES
+    again = _read_at_desk(pack.compiled.expand(resolved), pack, found, examples, asked, [], [], raised)
+    if again.slot_updates.get(raised.raises or "") is None:
+        return None
+    kept = again.route == "enroll" or (again.route == reading.route and again.topic == reading.topic)
+    return again if kept else None
 
 
 @dataclass
@@ -598,9 +632,11 @@ def _read_at_desk(
     asked: str | None,
     injection: list[str],
     staff_only: list[str],
+    raised: Topic | None = None,
 ) -> Understanding:
     """The desk profile's one reading of a turn: the rules as its floor, the desk's examples for intent,
-    topic and out of scope, and the question the desk asked last for short answers.
+    topic and out of scope, and the question the desk asked last for short answers (or, where it asked no
+    yes/no question, the slot its last answer `raised`: "yes please" after the creche's answer).
 
     In order: a screen (a rule, or an example at `screen_min_score`, which 1.0 turns off) refuses and
     reads nothing else. "Start over" restarts. A hand-off rule hands off. A question on a topic the desk
@@ -754,6 +790,19 @@ def _read_at_desk(
     if yes_no_slot and answer in ("yes", "no") and asked_slot not in slots.mentioned:
         assert asked_slot is not None
         updates[asked_slot] = answer  # type: ignore[assignment]
+    raised_slot = raised.raises if raised is not None and not yes_no_slot else None
+    # A yes or no to the slot the desk's last answer raised: "no thanks" after the creche's answer; a firm yes only
+    # ("yes please", not "ok thanks").
+    raised_answer = (
+        raised_slot is not None
+        and answers is not None
+        and not question
+        and raised_slot not in slots.mentioned
+        and (answer == "no" or (answer == "yes" and (answers.raised_yes or answers.yes).search(text) is not None))
+    )
+    if raised_answer:
+        assert raised_slot is not None
+        updates[raised_slot] = answer  # type: ignore[assignment]
     if (
         asked_slot == pack.program_slot
         and short
@@ -825,7 +874,7 @@ def _read_at_desk(
         # short statement ("by post pls") or one of the resident's own ("I'd prefer a letter") that the examples
         # do not place elsewhere for sure.
         return read_as(off_desk, "abstain")
-    if not on_a_topic and (answered or (asked == Action.CONFIRM and answer is not None)):
+    if not on_a_topic and (answered or raised_answer or (asked == Action.CONFIRM and answer is not None)):
         return read_as(default, "enroll")
     hand_offs = {rule.name for rule in rules.intents if rule.route == "hand_off"}
     if kind == INTENT and name in hand_offs:

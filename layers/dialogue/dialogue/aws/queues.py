@@ -365,7 +365,8 @@ class DynamoDeskStore(DynamoTable):
         1. the item's next audit link, `desk_rules.correction_entry` (the slot and value: pack names, never
            text);
         2. the STATE update, conditional on the version read and bumping it, with the new slots, `asked`, the
-           turn count and times (as a resident's turn writes it: a turn that raced it is never overwritten);
+           turn count and times (as a resident's turn writes it: a turn that raced it is never overwritten), and
+           no `answered_topic` (the resident's next turn answers the read-back, not the answer before it);
         3. the new TURN item, conditional on being new.
 
         When a resident's turn (or another correction) changed the state between the read and the write, the
@@ -383,7 +384,7 @@ class DynamoDeskStore(DynamoTable):
                     "TableName": self._table,
                     "Key": self._item({"pk": partition_key(conversation_id), "sk": STATE_SK}),
                     "UpdateExpression": "SET slots = :slots, asked = :asked, #version = :next, turn_count = :turns, "
-                    "updated_at = :now, expires_at = :expires",
+                    "updated_at = :now, expires_at = :expires REMOVE answered_topic",
                     "ConditionExpression": "#version = :expected",
                     "ExpressionAttributeNames": {"#version": "version"},
                     "ExpressionAttributeValues": self._item(

@@ -88,6 +88,8 @@ class TurnItems(DynamoTable):
                 "waiting_topic": record.state.waiting_topic,
                 # What the desk asked last (a request action's name or `confirm`), when it asked something.
                 "asked": record.state.asked,
+                # The topic the desk's last answer raised a slot with (a pack name), for one turn.
+                "answered_topic": record.state.answered_topic,
                 "version": record.version,
                 "turn_count": record.turn_count,
                 "created_at": stored_time(record.created_at),
@@ -228,7 +230,10 @@ class TurnItems(DynamoTable):
         return ConversationRecord(
             conversation_id=conversation_id,
             state=DialogueState(
-                slots=plain["slots"], waiting_topic=plain.get("waiting_topic"), asked=plain.get("asked")
+                slots=plain["slots"],
+                waiting_topic=plain.get("waiting_topic"),
+                asked=plain.get("asked"),
+                answered_topic=plain.get("answered_topic"),
             ),
             version=int(plain["version"]),
             turn_count=int(plain["turn_count"]),

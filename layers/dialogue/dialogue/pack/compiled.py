@@ -42,6 +42,8 @@ class CompiledAnswers:
     itself: re.Pattern[str]
     other_offering: re.Pattern[str] | None = None
     by_place: tuple[re.Pattern[str], ...] = ()
+    raised_yes: re.Pattern[str] | None = None
+    pronoun: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class CompiledPatterns:
                     else None
                 ),
                 by_place=tuple(understanding(text) for text in rules.answers.offering_by_place_patterns),
+                raised_yes=understanding(rules.answers.raised_yes_pattern or rules.answers.yes_pattern),
+                pronoun=understanding(rules.answers.pronoun_pattern) if rules.answers.pronoun_pattern else None,
             )
             if rules.answers
             else None,

@@ -184,6 +184,11 @@ class Topic(_Strict):
     fixed_text: NonEmptyText | None = None
     rows: tuple[PassageId, ...] = ()
     program_rows: dict[Identifier, tuple[PassageId, ...]] = Field(default_factory=dict)
+    # A yes/no slot the desk's answer on this topic raises (a slot it never asks for, such as child care): the
+    # resident's next turn may answer it ("yes please", "no we're fine") or speak of it as "it" ("i'll need it"),
+    # which is read as `raised_as` ("child care") there.
+    raises: Identifier | None = None
+    raised_as: NonEmptyText | None = None
 
     @model_validator(mode="after")
     def _rows_fit_coverage(self) -> Topic:
@@ -196,6 +201,10 @@ class Topic(_Strict):
             raise ValueError("field rows: a topic has rows or program_rows, not both")
         if any(not ids for ids in self.program_rows.values()):
             raise ValueError("field program_rows: every program listed needs at least one row")
+        if self.raised_as is not None and self.raises is None:
+            raise ValueError("field raised_as: names the words of a raised slot; set raises too")
+        if self.raises is not None and not self.covered:
+            raise ValueError("field raises: a topic the desk does not answer raises no slot")
         return self
 
     @property
@@ -291,6 +300,11 @@ class AnswerRules(_Strict):
     # "The first one", "the 2nd one", answering "which program?": the Nth pattern chooses the Nth program in the
     # order of `[[programs]]`, the order in which the desk's request for the program names them.
     offering_by_place_patterns: tuple[UnderstandingPatternText, ...] = ()
+    # After an answer on a topic that raises a slot (`[[topics]]` `raises`): a yes that answers that slot, firmer than
+    # `yes_pattern` ("yes please", not "ok thanks"; default: `yes_pattern`), and the words that stand for the topic
+    # ("it", "that"), read as the topic's `raised_as`.
+    raised_yes_pattern: UnderstandingPatternText | None = None
+    pronoun_pattern: UnderstandingPatternText | None = None
     max_words: Annotated[int, Field(ge=1, le=12)] = 6
     long_turn_words: Annotated[int, Field(ge=10, le=400)] = 40
 
@@ -659,6 +673,11 @@ class DomainSpec(_Strict):
                     _check_placeholders(getattr(spec.desk, field), slot_names, where)
         for index, topic in enumerate(self.topics):
             _check_placeholders(topic.fixed_text, slot_names, located("topics", index, "fixed_text"))
+            if topic.raises is not None:
+                if topic.raises not in slot_names:
+                    raise ValueError(f"{located('topics', index, 'raises')}: {topic.raises!r} is no slot")
+                if not {"yes", "no"} <= set(self.frame.slot(topic.raises).values):
+                    raise ValueError(f"{located('topics', index, 'raises')}: {topic.raises} holds no yes and no")
         if self.contact is not None:
             contact = self.contact
             if contact.slot not in slot_names:
