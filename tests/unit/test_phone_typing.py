@@ -888,3 +888,103 @@ def test_a_question_in_a_residents_own_words_is_answered_from_its_row(pack: Doma
     assert action == Action.INFORM and topic is not None
     rows = topic.program_rows.get(state.get("program"), ()) if topic.program_rows else topic.rows
     assert row in rows
+
+
+NINTH_ROUND: dict[str, list[Turn]] = {
+    "a course typed without its vowels": [
+        ("hiya, sign me up 4 frklft", "request_contact", {"program": "forklift"}),
+        ("just ring", "confirm", {"contact_channel": "phone"}),
+    ],
+    "a channel as the last word after a comma": [
+        ("the data one, text", "confirm", {"program": "data_support", "contact_channel": "phone"}),
+    ],
+    "a channel after 'and'": [
+        ("forklift and text pls", "confirm", {"program": "forklift", "contact_channel": "phone"}),
+    ],
+    "a negated channel before a comma stays negated": [
+        ("forklift", "request_contact", {}),
+        ("not email, a text", "confirm", {"contact_channel": "phone"}),
+    ],
+    "i'm in, after a question that named the course": [
+        ("what do you learn on the data support course?", "inform", {"program": "data_support"}),
+        ("great, count me in", "request_contact", {"program": "data_support"}),
+    ],
+    "i'll take that one": [
+        ("does the forklift course run on saturdays?", "inform", {"program": "forklift"}),
+        ("ok i'll take that one", "request_contact", {"program": "forklift"}),
+    ],
+    "the other one after the read-back is asked what to change": [
+        ("forklift by email", "confirm", {}),
+        ("no the other one", "clarify", {"program": "forklift", "contact_channel": "email"}),
+    ],
+    "daycare is child care": [
+        ("data support", "request_contact", {}),
+        ("i will need daycare for my little girl", "request_contact", {"childcare_needed": "yes"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", NINTH_ROUND)
+def test_a_ninth_round_conversation(pack: DomainPack, name: str) -> None:
+    _talk(pack, NINTH_ROUND[name])
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("can we sign up?", Action.REQUEST_PROGRAM),
+        ("hey can i register?", Action.REQUEST_PROGRAM),
+        ("how many people are in a class", Action.ABSTAIN_HAND_OFF),
+        ("can i enrol at the university?", Action.ABSTAIN_HAND_OFF),
+    ],
+)
+def test_a_question_that_only_asks_to_enrol_is_asked_which_program(pack: DomainPack, text: str, action: Action) -> None:
+    _, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert got == action
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is there anybody here i could actually speak to",
+        "i'd like a real human advisor please, not a bot",
+        "could you transfer me over to a colleague",
+    ],
+)
+def test_a_ninth_round_request_for_a_person_is_handed_off(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.HAND_OFF
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("do real humans look at my application", "enrollment_process"),
+        ("is it a person who checks my documents?", "enrollment_process"),
+        ("are the receptionists at the desk on saturday", "centre_hours"),
+        ("what time do the office staff go home", "centre_hours"),
+        ("which ones do you run?", "programs_offered"),
+        ("im 19, can i do it?", "eligibility"),
+        ("what's the age criteria", "eligibility"),
+        ("i cant finish the course, what now?", "withdrawal"),
+        ("is my mobile number stored anywhere?", "privacy"),
+    ],
+)
+def test_a_ninth_round_look_alike_or_question_is_answered(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert (action, read.topic) == (Action.INFORM, topic)
+
+
+def test_asking_what_course_someone_else_took_is_for_staff(pack: DomainPack) -> None:
+    read = understand("which course did my sister enrol in?", pack)
+    assert read.privileged_request and next_state(DialogueState.new(pack.frame), read, pack)[1] == Action.REFUSE
+
+
+def test_a_word_typed_without_its_vowels_misspells_that_word_only() -> None:
+    from dialogue.pack.lexicon import misspells
+
+    assert misspells("frklft", "forklift", 1) and misspells("spprt", "support", 1)
+    assert not misspells("frklfts", "forklift", 1)  # a letter the word lacks
+    assert not misspells("frklft", "forklifts", 1)  # the word's "s" left out too
+    assert not misspells("frkl", "forkl", 0)  # under five letters: too little to tell

@@ -956,6 +956,11 @@ def _read_at_desk(
         or (asked is not None and slots.mentions_values)
         or asked_to_reach
         or other_offering  # "can i change to the other course?"
+        or (  # "can i sign up?"
+            compiled.enrol_question is not None
+            and compiled.enrol_question.search(text) is not None
+            and not _unknown_words(words, pack)
+        )
     )
     if question and not about_the_frame:
         # A question about none of the desk's topics is about the frame only when it names what the desk

@@ -59,6 +59,7 @@ class CompiledPatterns:
     question: re.Pattern[str]
     frame_statement: re.Pattern[str] | None
     unrun_offering: re.Pattern[str] | None
+    enrol_question: re.Pattern[str] | None
     greeting: re.Pattern[str] | None
     topics: tuple[tuple[Topic, re.Pattern[str]], ...]
     negation_cue: re.Pattern[str]
@@ -97,6 +98,11 @@ class CompiledPatterns:
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
             frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
+            enrol_question=(
+                understanding(rules.statements.enrol_question_pattern)
+                if rules.statements and rules.statements.enrol_question_pattern
+                else None
+            ),
             unrun_offering=(
                 understanding(rules.statements.unrun_offering_pattern)
                 if rules.statements and rules.statements.unrun_offering_pattern

@@ -64,8 +64,17 @@ def allowed_edits(word: str) -> int:
 
 def misspells(token: str, word: str, limit: int) -> bool:
     """Whether `token` (five letters or more) is `word` misspelt within `limit` edits, its first letter kept:
-    a typo rarely hits the first letter, and the test skips most words at once."""
-    return len(token) >= 5 and token[0] == word[0] and within(token, word, limit)
+    a typo rarely hits the first letter, and the test skips most words at once. A word typed without its
+    vowels ("frklft") is misspelt too, however many it drops."""
+    return len(token) >= 5 and token[0] == word[0] and (within(token, word, limit) or _without_vowels(token, word))
+
+
+_VOWELS = re.compile(r"[aeiou]")
+
+
+def _without_vowels(token: str, word: str) -> bool:
+    """Whether `token` is `word` with every vowel left out (texting shorthand: "frklft", "spprt")."""
+    return _VOWELS.search(token) is None and _VOWELS.sub("", word) == token != word
 
 
 def within(word: str, known: str, limit: int) -> bool:

@@ -157,6 +157,9 @@ class StatementRules(_Strict):
     # offering of the desk's, whose every such word is one the desk never uses, asks about an offering the
     # desk does not run: the desk profile abstains on it.
     unrun_offering_pattern: UnderstandingPatternText | None = None
+    # A question that asks to enrol and nothing else ("can i sign up?", "how do i join"): on the frame's path,
+    # where every word is one the desk uses (the desk profile asks its first question).
+    enrol_question_pattern: UnderstandingPatternText | None = None
 
     @field_validator("unrun_offering_pattern")
     @classmethod
