@@ -988,3 +988,41 @@ def test_a_word_typed_without_its_vowels_misspells_that_word_only() -> None:
     assert not misspells("frklfts", "forklift", 1)  # a letter the word lacks
     assert not misspells("frklft", "forklifts", 1)  # the word's "s" left out too
     assert not misspells("frkl", "forkl", 0)  # under five letters: too little to tell
+
+
+NINTH_ROUND_PERSON = [
+    "i'd rather deal with a real person",
+    "i need help from a person",
+    "i'd like someone to go through it with me on the phone",
+    "could a member of the team give me a ring",
+    "i would like to make an appointment to see someone",
+    "can i come in and see someone",
+    "can you get the front desk to call me",
+    "not a bot, a person",
+]
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize("text", NINTH_ROUND_PERSON)
+def test_a_request_for_a_person_typed_as_residents_type_it_is_handed_off_at_both_desks(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    state, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action == Action.HAND_OFF
+    assert all(state.get(slot) == "unknown" for slot in desk_pack.frame.slot_names)
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i need someone to mind my kids while i study",
+        "do staff speak to you in person",
+        "will staff call me back after i choose phone",
+        "is it a real person who checks it",
+        "i don't want to talk to anyone, just tell me the times",
+    ],
+)
+def test_what_staff_do_or_someone_for_the_children_is_no_request_for_a_person(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action != Action.HAND_OFF
