@@ -917,6 +917,16 @@ NINTH_ROUND: dict[str, list[Turn]] = {
         ("forklift by email", "confirm", {}),
         ("no the other one", "clarify", {"program": "forklift", "contact_channel": "email"}),
     ],
+    "child care in other words": [
+        ("data support", "request_contact", {}),
+        ("my son is 4, he'll need looking after", "request_contact", {"childcare_needed": "yes"}),
+        ("sorry no, my kids are at school so no need", "request_contact", {"childcare_needed": "no"}),
+    ],
+    "child care as a form answer, and arranged by the resident": [
+        ("forklift by phone", "confirm", {}),
+        ("childcare: no", "next_step", {"childcare_needed": "no"}),
+        ("i'll sort my own childcare anyway", "next_step", {"childcare_needed": "no"}),
+    ],
     "daycare is child care": [
         ("data support", "request_contact", {}),
         ("i will need daycare for my little girl", "request_contact", {"childcare_needed": "yes"}),
