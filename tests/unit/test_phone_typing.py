@@ -1036,3 +1036,20 @@ def test_what_staff_do_or_someone_for_the_children_is_no_request_for_a_person(de
     desk_pack = get_pack(RIVERTON.parent / desk)
     _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
     assert action != Action.HAND_OFF
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("what time do yous shut on a friday", "centre_hours"),
+        ("what can i train in at the centre", "programs_offered"),
+        ("what must i do to get a place", "enrollment_process"),
+        ("do i fill in an application form", "enrollment_process"),
+        ("will i have to prove where i live", "enrollment_process"),
+        ("who is eligible", "eligibility"),
+        ("is there programming on the data course", "content"),
+    ],
+)
+def test_a_ninth_round_question_in_everyday_words_finds_its_topic(pack: DomainPack, text: str, topic: str) -> None:
+    read = understand(text, pack)
+    assert (read.route, read.topic) == ("inform", topic)
