@@ -927,6 +927,20 @@ NINTH_ROUND: dict[str, list[Turn]] = {
         ("childcare: no", "next_step", {"childcare_needed": "no"}),
         ("i'll sort my own childcare anyway", "next_step", {"childcare_needed": "no"}),
     ],
+    "a course by when it meets": [
+        ("hi", "request_program", {}),
+        ("the saturday one", "request_contact", {"program": "forklift"}),
+    ],
+    "i'll do it, after a question that named the course": [
+        ("how much is the data course?", "inform", {"program": "data_support"}),
+        ("ok i'll do it", "request_contact", {"program": "data_support"}),
+    ],
+    "the evening one answers which program": [
+        ("hiya can i enrol", "request_program", {}),
+        ("the evening one", "request_contact", {"program": "data_support"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+        ("is that it?", "inform", {}),
+    ],
     "daycare is child care": [
         ("data support", "request_contact", {}),
         ("i will need daycare for my little girl", "request_contact", {"childcare_needed": "yes"}),

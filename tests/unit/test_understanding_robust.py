@@ -244,7 +244,7 @@ def test_bad_negated_value_names_the_rule(pack_copy: Path) -> None:
     edit_domain(pack_copy, 'negated_value = "no"', 'negated_value = "maybe"')
     with pytest.raises(
         PackError,
-        match=r"domain\.toml, table understanding\.slot_rules, entry 6, field negated_value: "
+        match=r"domain\.toml, table understanding\.slot_rules, entry 8, field negated_value: "
         r"childcare_needed never holds 'maybe'",
     ):
         load_pack(pack_copy)

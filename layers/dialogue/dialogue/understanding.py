@@ -956,11 +956,7 @@ def _read_at_desk(
         or (asked is not None and slots.mentions_values)
         or asked_to_reach
         or other_offering  # "can i change to the other course?"
-        or (  # "can i sign up?"
-            compiled.enrol_question is not None
-            and compiled.enrol_question.search(text) is not None
-            and not _unknown_words(words, pack)
-        )
+        or _only_asks_to_enrol(text, pack)  # "can i sign up?"
     )
     if question and not about_the_frame:
         # A question about none of the desk's topics is about the frame only when it names what the desk
@@ -1051,6 +1047,16 @@ def _searched_topic(
         return near
     clear = found.score >= SEARCH_NEAR * examples.min_score and found.margin >= SEARCH_MARGIN * examples.min_margin
     return near if clear and ruled is None else None
+
+
+def _only_asks_to_enrol(text: str, pack: DomainPack) -> bool:
+    """Whether the turn asks to enrol (`enrol_question_pattern`) in words the desk uses outside the pattern's match
+    ("hiya can i enrol?"; not "can i enrol at the university?")."""
+    pattern = pack.compiled.enrol_question
+    found = pattern.search(text) if pattern is not None else None
+    if found is None:
+        return False
+    return not _unknown_words(WORD.findall(f"{text[: found.start()]} {text[found.end() :]}"), pack)
 
 
 def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
