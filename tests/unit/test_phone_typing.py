@@ -1044,6 +1044,13 @@ def test_a_request_for_a_person_typed_as_residents_type_it_is_handed_off_at_both
         "will staff call me back after i choose phone",
         "is it a real person who checks it",
         "i don't want to talk to anyone, just tell me the times",
+        "is there a human who reads these chats",
+        "do you have staff who speak arabic",
+        "is the instructor a real person or a video",
+        "my friend talked to a member of staff last week",
+        "do i need to talk to anyone before the course starts",
+        "i'd like to thank the staff",
+        "who am i talking to",
     ],
 )
 def test_what_staff_do_or_someone_for_the_children_is_no_request_for_a_person(desk: str, text: str) -> None:
