@@ -1074,3 +1074,22 @@ def test_what_staff_do_or_someone_for_the_children_is_no_request_for_a_person(de
 def test_a_ninth_round_question_in_everyday_words_finds_its_topic(pack: DomainPack, text: str, topic: str) -> None:
     read = understand(text, pack)
     assert (read.route, read.topic) == ("inform", topic)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how do i draw down my pension",
+        "what age can you buy alcohol",
+        "is there a car driving test centre near you",
+        "where can i go fishing",
+        "do you need a covid vaccine to travel",
+        "what boots do you recommend for hiking",
+        "how do i report a pothole to the council",
+        "how do i get the data off my old phone",
+    ],
+)
+def test_another_services_question_that_shares_the_handbooks_words_is_abstained_on(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.ABSTAIN_HAND_OFF
+    assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
