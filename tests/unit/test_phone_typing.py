@@ -1093,3 +1093,25 @@ def test_another_services_question_that_shares_the_handbooks_words_is_abstained_
     state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.ABSTAIN_HAND_OFF
     assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
+
+
+def test_asking_about_child_care_for_a_friend_states_no_need(pack: DomainPack) -> None:
+    for text in ("is there free childcare, for a friend of mine?", "do you do childcare for my sister?"):
+        assert "childcare_needed" not in understand(text, pack).slot_updates, text
+    assert understand("do you have childcare for my kids?", pack).slot_updates == {"childcare_needed": "yes"}
+
+
+@pytest.mark.parametrize(
+    ("text", "route", "topic"),
+    [
+        ("what's the pass mark on the forklift test", "abstain", "coursework"),
+        ("are there assignments on the data course", "abstain", "coursework"),
+        ("do you run first aid courses", "abstain", "elsewhere"),
+        ("i may need to pull out, what's the process", "inform", "withdrawal"),
+    ],
+)
+def test_a_ninth_round_topic_the_handbook_does_or_does_not_answer(
+    pack: DomainPack, text: str, route: str, topic: str
+) -> None:
+    read = understand(text, pack)
+    assert (read.route, read.topic) == (route, topic)
