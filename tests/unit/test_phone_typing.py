@@ -941,6 +941,13 @@ NINTH_ROUND: dict[str, list[Turn]] = {
         ("email", "confirm", {"contact_channel": "email"}),
         ("is that it?", "inform", {}),
     ],
+    "can u call instead, after the read-back": [
+        ("yo", "request_program", {}),
+        ("wanna do the data thing", "request_contact", {"program": "data_support"}),
+        ("my email", "confirm", {"contact_channel": "email"}),
+        ("wait can u call instead", "confirm", {"contact_channel": "phone"}),
+        ("could you text instead", "next_step", {"contact_channel": "phone"}),
+    ],
     "daycare is child care": [
         ("data support", "request_contact", {}),
         ("i will need daycare for my little girl", "request_contact", {"childcare_needed": "yes"}),

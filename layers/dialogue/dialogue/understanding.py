@@ -1127,8 +1127,9 @@ def _offering_words(text: str, pack: DomainPack) -> dict[str, set[str]]:
     return named
 
 
-_ASKED_TO_CONTACT = re.compile(r"\b(?:you|u)\s+(?:\w+\s+){0,2}?me\b")
-"""A question asking the desk to reach the resident some way ("can you text me", "could u please write to me")."""
+_ASKED_TO_CONTACT = re.compile(r"\b(?:you|u)\s+(?:\w+\s+){0,2}?(?:me|instead)\b")
+"""A question asking the desk to reach the resident some way ("can you text me", "could u please write to me", "can
+you call instead")."""
 _SENTENCE_END = re.compile(r"[.!?]")
 _CLAUSE_START = re.compile(r"[.!?,;]")
 
