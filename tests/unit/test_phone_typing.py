@@ -1030,6 +1030,12 @@ NINTH_ROUND_PERSON = [
     "can i come in and see someone",
     "can you get the front desk to call me",
     "not a bot, a person",
+    "please arrange for someone to revert to me",
+    "could i be put through to the enrolments team",
+    "could someone from the centre give me a bell",
+    "please pass my details to someone who can help",
+    "someone please help me",
+    "can u put me thru to a person",
 ]
 
 
