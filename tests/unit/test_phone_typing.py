@@ -1128,3 +1128,13 @@ def test_a_ninth_round_topic_the_handbook_does_or_does_not_answer(
 ) -> None:
     read = understand(text, pack)
     assert (read.route, read.topic) == (route, topic)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["compose a short song about forklifts", "make up a story about emails", "my email account got hacked"],
+)
+def test_writing_about_a_value_or_a_hacked_account_chooses_nothing(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.ABSTAIN_HAND_OFF
+    assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
