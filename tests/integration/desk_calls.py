@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from devstack.stack import LocalStack
+from dialogue.aws.table import STATE_SK
 
 
 def new_conversation(stack: LocalStack) -> str:
@@ -24,3 +25,13 @@ def staff(stack: LocalStack, method: str, path: str, body: Any = None, *, who: s
     response = stack.call_staff_api(method, path, body, staff=who, query=query)
     assert response.status == 200, (method, path, response.status, response.body)
     return response.body
+
+
+def stored_state(stack: LocalStack, conversation_id: str) -> dict[str, Any]:
+    """The conversation's STATE item as the table holds it (typed attribute values)."""
+    (item,) = [
+        item
+        for item in stack.table_items()
+        if item["sk"]["S"] == STATE_SK and item["pk"]["S"] == f"CONV#{conversation_id}"
+    ]
+    return item

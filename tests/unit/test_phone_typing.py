@@ -17,23 +17,14 @@ from dialogue.pack import DomainPack, get_pack, load_pack
 from dialogue.policy import next_state
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
+from tests.conversation_turns import Turn, talk
 
 RIVERTON = Path(__file__).resolve().parents[2] / "data" / "riverton"
-
-Turn = tuple[str, str, dict[str, str]]
-"""The resident's text, the action expected, and the slots expected after it (those named only)."""
 
 
 @pytest.fixture(scope="module")
 def pack() -> DomainPack:
     return get_pack(RIVERTON)
-
-
-def _talk(pack: DomainPack, turns: list[Turn]) -> None:
-    state = DialogueState.new(pack.frame)
-    for number, (text, expected, slots) in enumerate(turns, 1):
-        state, action = next_state(state, understand(text, pack, state.asked), pack)
-        assert (str(action), {slot: state.get(slot) for slot in slots}) == (expected, slots), f"turn {number}: {text}"
 
 
 CONVERSATIONS: dict[str, list[Turn]] = {
@@ -120,7 +111,7 @@ BLIND4_TUNE: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", [*CONVERSATIONS, *BLIND4_TUNE])
 def test_a_conversation_typed_on_a_phone(pack: DomainPack, name: str) -> None:
-    _talk(pack, {**CONVERSATIONS, **BLIND4_TUNE}[name])
+    talk(pack, {**CONVERSATIONS, **BLIND4_TUNE}[name])
 
 
 @pytest.mark.parametrize(
@@ -217,7 +208,7 @@ def test_a_programs_fact_asked_of_something_else_is_not_which_program(
 
 
 def test_a_statement_naming_an_offering_near_the_desks_examples_chooses_it(pack: DomainPack) -> None:
-    _talk(
+    talk(
         pack,
         [
             ("i want to do the data one", "request_contact", {"program": "data_support"}),
@@ -230,7 +221,7 @@ def test_a_statement_naming_an_offering_near_the_desks_examples_chooses_it(pack:
 def test_i_would_like_to_enrol_is_asked_which_program(pack: DomainPack) -> None:
     """The examples had it as another desk's turn (drawn from a tuning row expecting request_program), so the
     desk abstained on it and every turn near it."""
-    _talk(pack, [("I would like to Enroll", "request_program", {"program": "unknown"})])
+    talk(pack, [("I would like to Enroll", "request_program", {"program": "unknown"})])
 
 
 DESKS = sorted(path.parent for path in RIVERTON.parent.glob("*/domain.toml"))
@@ -272,7 +263,7 @@ def test_a_search_for_one_offerings_fact_is_answered_for_it(
 
 @pytest.mark.parametrize("text", ["forklift", "data support cert", "the forklift course", "forklift please"])
 def test_naming_an_offering_alone_still_chooses_it(pack: DomainPack, text: str) -> None:
-    _talk(pack, [(text, "request_contact", {})])
+    talk(pack, [(text, "request_contact", {})])
 
 
 def test_in_person_in_a_question_about_enrolling_asks_for_nobody(pack: DomainPack) -> None:
@@ -337,7 +328,7 @@ SIXTH_ROUND: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", SIXTH_ROUND)
 def test_a_sixth_round_conversation(pack: DomainPack, name: str) -> None:
-    _talk(pack, SIXTH_ROUND[name])
+    talk(pack, SIXTH_ROUND[name])
 
 
 @pytest.mark.parametrize(
@@ -534,7 +525,7 @@ SEVENTH_ROUND: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", SEVENTH_ROUND)
 def test_a_seventh_round_conversation(pack: DomainPack, name: str) -> None:
-    _talk(pack, SEVENTH_ROUND[name])
+    talk(pack, SEVENTH_ROUND[name])
 
 
 @pytest.mark.parametrize("text", ["am i talking to a robot or a person", "is it a machine or a real human"])
@@ -727,7 +718,7 @@ EIGHTH_ROUND: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", EIGHTH_ROUND)
 def test_an_eighth_round_conversation(pack: DomainPack, name: str) -> None:
-    _talk(pack, EIGHTH_ROUND[name])
+    talk(pack, EIGHTH_ROUND[name])
 
 
 @pytest.mark.parametrize(
@@ -957,7 +948,7 @@ NINTH_ROUND: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", NINTH_ROUND)
 def test_a_ninth_round_conversation(pack: DomainPack, name: str) -> None:
-    _talk(pack, NINTH_ROUND[name])
+    talk(pack, NINTH_ROUND[name])
 
 
 @pytest.mark.parametrize(

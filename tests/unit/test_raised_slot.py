@@ -13,27 +13,16 @@ from dialogue.pack.loader import PackError
 from dialogue.policy import next_state
 from dialogue.state import DialogueState
 from dialogue.understanding import understand
+from tests.conversation_turns import Turn, talk
 from tests.pack_files import edit_domain
 
 RIVERTON = Path(__file__).resolve().parents[2] / "data" / "riverton"
 LIBRARY = Path(__file__).resolve().parents[2] / "data" / "harbourview_library"
 
-Turn = tuple[str, str, dict[str, str]]
-
 
 @pytest.fixture(scope="module")
 def pack() -> DomainPack:
     return get_pack(RIVERTON)
-
-
-def _talk(pack: DomainPack, turns: list[Turn]) -> DialogueState:
-    """Each turn as the turn function takes it: read with what the desk asked and the topic it answered."""
-    state = DialogueState.new(pack.frame)
-    for number, (text, expected, slots) in enumerate(turns, 1):
-        read = understand(text, pack, state.asked, answered_topic=state.answered_topic)
-        state, action = next_state(state, read, pack)
-        assert (str(action), {slot: state.get(slot) for slot in slots}) == (expected, slots), f"turn {number}: {text}"
-    return state
 
 
 CRECHE = ("do you have a creche?", "inform", {"childcare_needed": "unknown"})
@@ -77,11 +66,11 @@ CONVERSATIONS: dict[str, list[Turn]] = {
 
 @pytest.mark.parametrize("name", CONVERSATIONS)
 def test_the_creches_answer_raises_the_child_care_slot(pack: DomainPack, name: str) -> None:
-    _talk(pack, CONVERSATIONS[name])
+    talk(pack, CONVERSATIONS[name])
 
 
 def test_the_state_keeps_the_topic_for_one_turn_by_name(pack: DomainPack) -> None:
-    state = _talk(pack, [CRECHE])
+    state = talk(pack, [CRECHE])
     assert state.answered_topic == "child_care"
     state, _ = next_state(state, understand("thanks", pack, state.asked, answered_topic=state.answered_topic), pack)
     assert state.answered_topic is None
@@ -94,7 +83,7 @@ def test_without_the_creches_answer_the_same_words_set_no_child_care(pack: Domai
 
 
 def test_another_topics_answer_raises_nothing(pack: DomainPack) -> None:
-    state = _talk(pack, [("when is the front desk open?", "inform", {})])
+    state = talk(pack, [("when is the front desk open?", "inform", {})])
     assert state.answered_topic is None
 
 
