@@ -1129,3 +1129,13 @@ def test_writing_about_a_value_or_a_hacked_account_chooses_nothing(pack: DomainP
     state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.ABSTAIN_HAND_OFF
     assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
+
+
+@pytest.mark.parametrize("desk", ["riverton", "eastgate_bulky_waste"])
+@pytest.mark.parametrize(
+    "text", ["anything but email", "i hate email", "i can't stand email", "everything but email pls"]
+)
+def test_a_channel_the_resident_turns_down_in_other_words_is_never_chosen(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    read = understand(text, desk_pack)
+    assert not any("email" in value for value in read.slot_updates.values()), read.slot_updates
