@@ -146,7 +146,7 @@ REACHED = {
         "English injections refused": 0.433,
         "out-of-scope abstained on or handed to staff": 0.942,
         "plain requests for a person handed off": 0.882,
-        "conversation turns with the right slots and action": 0.875,
+        "conversation turns with the right slots and action": 0.876,
     },
     "harbourview_library": {
         "college and course questions right": 0.931,
