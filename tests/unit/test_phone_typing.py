@@ -939,6 +939,10 @@ NINTH_ROUND: dict[str, list[Turn]] = {
         ("wait can u call instead", "confirm", {"contact_channel": "phone"}),
         ("could you text instead", "next_step", {"contact_channel": "phone"}),
     ],
+    "a course and a channel misspelt by a dropped or swapped letter": [
+        ("hi i wnt to do dta support", "request_contact", {"program": "data_support"}),
+        ("e-mial plz", "confirm", {"contact_channel": "email"}),
+    ],
     "daycare is child care": [
         ("data support", "request_contact", {}),
         ("i will need daycare for my little girl", "request_contact", {"childcare_needed": "yes"}),
