@@ -102,10 +102,9 @@ def take_turn(
     # Read under today's pack: a slot value, waiting topic or question a pack change removed reads as unknown
     # or none.
     waiting = before.state.waiting_topic if pack.topic(before.state.waiting_topic) else None
-    raised = pack.topic(before.state.answered_topic)
-    raising = raised.name if raised is not None and raised.raises is not None else None
+    raising = pack.raising_topic(before.state.answered_topic)
     current, unreadable = DialogueState.read_stored(
-        pack.frame, before.state.slots, waiting, before.state.asked, raising
+        pack.frame, before.state.slots, waiting, before.state.asked, raising.name if raising else None
     )
     before = before.model_copy(update={"state": current})
     understanding = understand(text, pack, current.asked, answered_topic=current.answered_topic)

@@ -128,5 +128,5 @@ def _raised_by(understanding: Understanding, action: Action, before: DialogueSta
     """The topic this turn's answer raises a slot with (`Topic.raises`; desk profile only): an inform on it."""
     if action is not Action.INFORM or pack.understanding_profile is not UnderstandingProfile.DESK:
         return None
-    topic = pack.topic(turn_topic(understanding, action, before))
-    return topic.name if topic is not None and topic.raises is not None else None
+    topic = pack.raising_topic(turn_topic(understanding, action, before))
+    return topic.name if topic is not None else None

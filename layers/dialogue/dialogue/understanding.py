@@ -534,8 +534,7 @@ def understand(
                 slot_updates={},
                 contact_typed=True,
             )
-        raised = pack.topic(answered_topic)
-        raised = raised if raised is not None and raised.raises is not None else None
+        raised = pack.raising_topic(answered_topic)
         reading = _read_at_desk(
             patterns.expand(normalized), pack, found, examples, asked, injection, staff_only, raised
         )

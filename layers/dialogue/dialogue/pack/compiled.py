@@ -42,7 +42,7 @@ class CompiledAnswers:
     itself: re.Pattern[str]
     other_offering: re.Pattern[str] | None = None
     by_place: tuple[re.Pattern[str], ...] = ()
-    raised_yes: re.Pattern[str] | None = None
+    raised_yes: re.Pattern[str] | None = None  # none: `yes` answers a raised slot too
     pronoun: re.Pattern[str] | None = None
 
 
@@ -89,39 +89,28 @@ class CompiledPatterns:
     def from_spec(cls, spec: DomainSpec) -> CompiledPatterns:
         rules = spec.understanding
         understanding = compile_understanding
+        statements = rules.statements
+
+        def optional(text: str | None) -> re.Pattern[str] | None:
+            return understanding(text) if text else None
+
         return cls(
             injection=tuple((rule, understanding(rule.pattern)) for rule in rules.injection_rules),
             staff_only=tuple((rule, understanding(rule.pattern)) for rule in rules.staff_only_rules),
             benign={exception.name: understanding(exception.pattern) for exception in rules.benign_exceptions},
             hides_topics=frozenset(exception.name for exception in rules.benign_exceptions if exception.hides_topics),
-            intents=tuple((rule, understanding(rule.pattern) if rule.pattern else None) for rule in rules.intents),
+            intents=tuple((rule, optional(rule.pattern)) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
-            frame_statement=understanding(rules.statements.frame_pattern) if rules.statements else None,
-            enrol_question=(
-                understanding(rules.statements.enrol_question_pattern)
-                if rules.statements and rules.statements.enrol_question_pattern
-                else None
-            ),
-            unrun_offering=(
-                understanding(rules.statements.unrun_offering_pattern)
-                if rules.statements and rules.statements.unrun_offering_pattern
-                else None
-            ),
-            greeting=(
-                understanding(rules.statements.greeting_pattern)
-                if rules.statements and rules.statements.greeting_pattern
-                else None
-            ),
+            frame_statement=optional(statements.frame_pattern if statements else None),
+            enrol_question=optional(statements.enrol_question_pattern if statements else None),
+            unrun_offering=optional(statements.unrun_offering_pattern if statements else None),
+            greeting=optional(statements.greeting_pattern if statements else None),
             topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics if topic.pattern),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),
             scope_break=understanding(rules.negation.scope_break_pattern),
-            double_negation=(
-                understanding(rules.negation.double_negation_pattern)
-                if rules.negation.double_negation_pattern
-                else None
-            ),
+            double_negation=optional(rules.negation.double_negation_pattern),
             correction_marker=understanding(rules.corrections.marker_pattern),
             answers=CompiledAnswers(
                 yes=understanding(rules.answers.yes_pattern),
@@ -129,14 +118,10 @@ class CompiledPatterns:
                 unsure=understanding(rules.answers.unsure_pattern),
                 restart=understanding(rules.answers.restart_pattern),
                 itself=understanding(rules.answers.self_pattern),
-                other_offering=(
-                    understanding(rules.answers.other_offering_pattern)
-                    if rules.answers.other_offering_pattern
-                    else None
-                ),
+                other_offering=optional(rules.answers.other_offering_pattern),
                 by_place=tuple(understanding(text) for text in rules.answers.offering_by_place_patterns),
-                raised_yes=understanding(rules.answers.raised_yes_pattern or rules.answers.yes_pattern),
-                pronoun=understanding(rules.answers.pronoun_pattern) if rules.answers.pronoun_pattern else None,
+                raised_yes=optional(rules.answers.raised_yes_pattern),
+                pronoun=optional(rules.answers.pronoun_pattern),
             )
             if rules.answers
             else None,

@@ -163,6 +163,12 @@ class DomainPack(BaseModel):
     def topic(self, name: str | None) -> Topic | None:
         return self.spec.topic(name)
 
+    def raising_topic(self, name: str | None) -> Topic | None:
+        """The topic `name` where it raises a slot (`Topic.raises`), else none: a stored `answered_topic` a pack
+        change left without one reads as none."""
+        topic = self.topic(name)
+        return topic if topic is not None and topic.raises is not None else None
+
     def passage_ids_for(self, action: Action, program_id: str, topic: str | None = None) -> tuple[str, ...]:
         """The handbook rows a reply for `action` may use: an inform reply its topic's rows for the
         program, any other action the fact_rows table's. The prompt and the screens both read these."""
