@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dialogue import snapstart
-from dialogue.pack import forget_loaded_packs
+from dialogue.pack import DomainPack, forget_loaded_packs
 from dialogue.pack.loader import _cached_pack
 from dialogue.settings import get_settings
 
@@ -62,8 +62,11 @@ def test_with_it_the_pack_is_loaded_before_the_snapshot(monkeypatch: pytest.Monk
     assert snapstart.register_snapshot_hooks() is True
     assert registered == [snapstart.prime]
     forget_loaded_packs()
+    spellers: list[DomainPack] = []
+    monkeypatch.setattr(DomainPack, "speller", property(spellers.append))
     registered[0]()
     assert _cached_pack.cache_info().currsize == 1
+    assert len(spellers) == 1  # the speller (and its English word list) is made into the snapshot too
     get_settings.cache_clear()
 
 

@@ -29,6 +29,7 @@ def prime() -> None:
     pack = get_pack()
     _ = pack.compiled  # the handbook, the frame, every pattern
     _ = pack.example_index  # the desk profile's example index (a few hundred ms to build)
+    _ = pack.speller  # the desk profile's speller and its English word list (about 0.2 s to read)
     get_settings()
 
 

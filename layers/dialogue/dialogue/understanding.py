@@ -57,6 +57,7 @@ from dialogue.pack import CompiledPatterns, DomainPack, ExampleSet, IntentRule, 
 from dialogue.pack.examples import INTENT, OTHER, SCREEN, TOPIC, VALUE
 from dialogue.pack.lexicon import allowed_edits, misspells, within
 from dialogue.pack.schema import StatementRules
+from dialogue.pack.spelling import names
 from dialogue.similarity import STOP_WORDS, WORD, Match
 
 Route = Literal["abstain", "hand_off", "inform", "enroll"]
@@ -522,7 +523,11 @@ def understand(
     screened = bool(injection or staff_only)
     if pack.understanding_profile is UnderstandingProfile.DESK:
         index = pack.example_index
-        found = index.match(normalized) if index is not None else None
+        speller = pack.speller
+        read = (
+            speller.correct(normalized, names(text)) if speller is not None else normalized
+        )  # the screens read `normalized`
+        found = index.match(read) if index is not None else None
         examples = pack.examples or _NO_EXAMPLES
         typed = patterns.contact_typed
         if not screened and typed is not None and typed.search(normalized) is not None:
@@ -535,9 +540,7 @@ def understand(
                 contact_typed=True,
             )
         raised = pack.raising_topic(answered_topic)
-        reading = _read_at_desk(
-            patterns.expand(normalized), pack, found, examples, asked, injection, staff_only, raised
-        )
+        reading = _read_at_desk(patterns.expand(read), pack, found, examples, asked, injection, staff_only, raised)
         if screened or raised is None or raised.raises in reading.slot_updates:
             return reading
         return _read_as_raised(normalized, pack, raised, reading, asked) or reading

@@ -29,6 +29,7 @@ from dialogue.pack.schema import (
 
 if TYPE_CHECKING:
     from dialogue.linear import LinearIndex
+    from dialogue.pack.spelling import Speller
     from dialogue.similarity import ExampleIndex
 
 _ESCAPE = re.compile(r"\\.")
@@ -63,6 +64,17 @@ class DomainPack(BaseModel):
         if self.examples is None or self.understanding_profile is not UnderstandingProfile.DESK:
             return None
         return self.examples.build_index(self.example_weights)
+
+    @cached_property
+    def speller(self) -> Speller | None:
+        """Reads a turn's misspellings of the desk's words as those words (`dialogue.pack.spelling`); None in the
+        lesson profile, which reads the seed's turns as typed."""
+        if self.understanding_profile is not UnderstandingProfile.DESK:
+            return None
+        from dialogue.pack.spelling import Speller, english
+
+        # The pack's shorthand is the desk's too: "korse" is written out as "course", not corrected to a neighbour.
+        return Speller(self.desk_words | set(self.spec.understanding.shorthand), english())
 
     @model_validator(mode="after")
     def _examples_name_the_pack(self) -> DomainPack:
