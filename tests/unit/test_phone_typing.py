@@ -1143,3 +1143,82 @@ def test_a_channel_the_resident_turns_down_in_other_words_is_never_chosen(desk: 
     desk_pack = get_pack(RIVERTON.parent / desk)
     read = understand(text, desk_pack)
     assert not any("email" in value for value in read.slot_updates.values()), read.slot_updates
+
+
+# The tenth round: the twelfth blind set's tuning part, and probes written here.
+TENTH_ROUND: dict[str, list[Turn]] = {
+    "a course described by what it uses": [
+        ("hello", "request_program", {}),
+        ("the one where u drive the little trucks", "request_contact", {"program": "forklift"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+    ],
+    "the computer thing, then a phone handed to a child": [
+        ("i want the computer thing", "request_contact", {"program": "data_support"}),
+        ("sorry my son grabbed the phone! email pls", "confirm", {"contact_channel": "email"}),
+    ],
+    "a phone that is charging chooses nothing": [
+        ("the IT support one plz", "request_contact", {"program": "data_support"}),
+        ("my phone is charging, email me", "confirm", {"contact_channel": "email"}),
+    ],
+    "a misspelt change after the read-back": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("text me", "confirm", {"contact_channel": "phone"}),
+        ("actualy emal", "confirm", {"contact_channel": "email"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", TENTH_ROUND)
+def test_a_tenth_round_conversation(pack: DomainPack, name: str) -> None:
+    talk(pack, TENTH_ROUND[name])
+
+
+def test_a_four_letter_typo_counts_only_as_an_answer_or_a_change_after_the_read_back(pack: DomainPack) -> None:
+    assert understand("emal", pack).slot_updates == {}
+    assert understand("emal", pack, "request_contact").slot_updates == {"contact_channel": "email"}
+    assert understand("actualy emal", pack, "confirm").slot_updates == {"contact_channel": "email"}
+    assert understand("so what about emal?", pack, "confirm").slot_updates == {}  # a question asks, it changes nothing
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i'd rather deal with an advisor if that's alright",
+        "I want speak with worker of centre",
+        "is there a person i could message",
+        "could a member of the team reach out to me",
+        "i'd like to see someone at the desk",
+        "i need to explain my situation to someone",
+    ],
+)
+def test_a_tenth_round_request_for_a_person_is_handed_off_at_both_desks(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action == Action.HAND_OFF
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("how do staff deal with complaints", None),
+        ("who will i speak to when staff call me", None),
+        ("do I have to speak to anyone to get my place, or is this chat enough?", None),
+        ("once i sign up here is my place locked in straight away?", "enrollment_process"),
+        ("so is that me booked on then?", "enrollment_process"),
+        ("how do staff get hold of me, the way I pick here?", "enrollment_process"),
+        ("Why aren't you asking for my address?", "privacy"),
+        ("can I phone the front desk on a Saturday?", "centre_hours"),
+    ],
+)
+def test_a_tenth_round_look_alike_or_question_is_no_hand_off(pack: DomainPack, text: str, topic: str | None) -> None:
+    read = understand(text, pack)
+    _, action = next_state(DialogueState.new(pack.frame), read, pack)
+    assert action != Action.HAND_OFF
+    if topic is not None:
+        assert (action, read.topic) == (Action.INFORM, topic)
+
+
+def test_describing_a_course_never_names_one_in_the_seeds_words(pack: DomainPack) -> None:
+    assert understand("spreadsheet career track", pack).slot_updates == {}  # the seed's C2 stays unmatched
+    assert understand("the tech course", pack, "request_program").slot_updates == {}  # which course is that?

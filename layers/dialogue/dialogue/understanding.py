@@ -387,7 +387,7 @@ def _slots(
     *,
     follow_rules: bool = False,
     short: bool = False,
-    answering: str | None = None,
+    answering: frozenset[str] = frozenset(),
     asked_about: list[tuple[int, int]] | None = None,
     questions: list[tuple[int, int]] | None = None,
 ) -> _Slots:
@@ -395,11 +395,12 @@ def _slots(
     also count this turn ("the X one", a misspelt name), and with `follow_rules` so does every slot a rule
     mentions (every slot, in a `short` turn a rule placed on the frame), and a misspelling of a long word a
     rule reads anywhere ("i wnt 2 do forkift"); a mention inside `skip` (a bare yes or no read as an answer)
-    does not count. `answering` is the slot just asked: its values' words are read through a typo of four
-    letters too ("emal", "phon"). A yes/no slot's "yes" inside one of the spans `asked_about` (a question's
-    clause) is asked about, not said: "do you offer childcare?" states no need. The slots mentioned before the spans
-    `questions` (a turn's question clauses) are stated before its question: "text me please, and what courses do you
-    run?" chooses the channel ("do i need my own computer? i only have my phone" does not)."""
+    does not count. `answering` holds the slot just asked (every slot in a short turn after the read-back): its
+    values' words are read through a typo of four letters too ("emal", "phon"). A yes/no slot's "yes" inside one of
+    the spans `asked_about` (a question's clause) is asked about, not said: "do you offer childcare?" states no
+    need. The slots mentioned before the spans `questions` (a turn's question clauses) are stated before its
+    question: "text me please, and what courses do you run?" chooses the channel ("do i need my own computer? i only
+    have my phone" does not)."""
     mentions = [m for m in _mentions(text, pack, scope) if not (skip[0] <= m.start and m.end <= skip[1])]
     ruled = frozenset(mention.slot for mention in mentions) if follow_rules else frozenset()
     if ruled and short:  # a short turn a rule placed on the frame names its other values in its own words too
@@ -440,14 +441,14 @@ def _word_mentions(
     scope: _Scope,
     slots: frozenset[str],
     taken: list[Mention],
-    answering: str | None = None,
+    answering: frozenset[str] = frozenset(),
     *,
     misspelt_ruled_only: bool = False,
 ) -> list[Mention]:
     """Mentions of the values of `slots` by the words of their own names (`dialogue.pack.lexicon`), or by
     those words misspelt by a letter or two ("forklfit", "emial"), but not inflected ("messages" is no
     misspelt "message"). None where a rule of the slot already read that text or a benign exception its
-    rules yield to covers it. For the slot `answering`, a four-letter token one letter short of a value's
+    rules yield to covers it. For the slots `answering`, a four-letter token one letter short of a value's
     five-letter word counts ("emal", "phon"). With `misspelt_ruled_only`, only misspellings of the
     words of `LONG_WORD` letters or more that a rule of the slot reads alone count."""
     found: list[Mention] = []
@@ -481,7 +482,7 @@ def _word_mentions(
                     if word[0] == token[0]  # every misspelling below keeps the first letter: skip the rest at once
                     and (
                         misspells(token, word, min(allowed_edits(token), allowed_edits(word)))
-                        or (slot == answering and (_short_typo(token, word) or _answer_typo(token, word)))
+                        or (slot in answering and (_short_typo(token, word) or _answer_typo(token, word)))
                     )
                     and not _inflected(token, word)
                 }
@@ -768,6 +769,11 @@ def _read_at_desk(
         # something else, in words the desk never uses or nearest other desks' turns ("how long does a driving licence
         # take to come").
         words_for |= {pack.program_slot}
+    # The slot just asked is answered through a typo of four letters ("emal"); after the read-back, a short statement
+    # may change any slot so ("actualy emal").
+    answering = frozenset({asked_slot}) if asked_slot is not None else frozenset()
+    if asked == Action.CONFIRM and short and not question:
+        answering = frozenset(pack.value_words)
     # A yes/no slot's value named only inside a question about the desk is asked about, not said ("is there a creche?").
     clauses = _question_clauses(text, compiled.question) if question else None
     asked_about = _about_the_desk(text, clauses, answers.itself if answers else None) if clauses is not None else None
@@ -779,7 +785,7 @@ def _read_at_desk(
         skip,
         follow_rules=True,
         short=short and not on_a_topic,
-        answering=asked_slot,
+        answering=answering,
         asked_about=asked_about,
         questions=clauses,
     )
