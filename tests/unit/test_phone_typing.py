@@ -1160,6 +1160,21 @@ TENTH_ROUND: dict[str, list[Turn]] = {
         ("the IT support one plz", "request_contact", {"program": "data_support"}),
         ("my phone is charging, email me", "confirm", {"contact_channel": "email"}),
     ],
+    "a greeting from elsewhere, and that one": [
+        ("howzit", "request_program", {}),
+        ("what do you reckon, the data one?", "request_contact", {"program": "data_support"}),
+        ("ok that one then", "request_contact", {"program": "data_support"}),
+    ],
+    "something wrong after the read-back, then the change in other words": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+        ("hang on thats not right", "clarify", {"contact_channel": "email"}),
+        ("the contact bit, make it a call instead", "confirm", {"contact_channel": "phone"}),
+        ("hmm i want to swap something", "clarify", {"contact_channel": "phone"}),
+        ("change that to email please", "confirm", {"contact_channel": "email"}),
+        ("actually switch it to text", "confirm", {"contact_channel": "phone"}),
+    ],
+    "not knowing yet is asked which program": [("I don't know yet", "request_program", {})],
     "a misspelt change after the read-back": [
         ("forklift", "request_contact", {"program": "forklift"}),
         ("text me", "confirm", {"contact_channel": "phone"}),

@@ -865,7 +865,9 @@ def _read_at_desk(
     speaks_for_self = answers is not None and answers.itself.search(text) is not None
     # "and can you text me": a short question asking the desk to reach the resident by a value it names.
     asked_to_reach = short and question and bool(slots.updates) and _ASKED_TO_CONTACT.search(text) is not None
-    own_choice = (not question and (speaks_for_self or answers_asked)) or asked_to_reach
+    # A correction once the desk has asked something changes the resident's own choice ("make it a call instead").
+    corrects_own = correction and asked is not None
+    own_choice = (not question and (speaks_for_self or answers_asked or corrects_own)) or asked_to_reach
     elsewhere = kind in (OTHER, SCREEN)  # the examples are sure it is another desk's turn or an attack
     if (
         slots.mentions_any
