@@ -1175,6 +1175,11 @@ TENTH_ROUND: dict[str, list[Turn]] = {
         ("actually switch it to text", "confirm", {"contact_channel": "phone"}),
     ],
     "not knowing yet is asked which program": [("I don't know yet", "request_program", {})],
+    "a channel before the program, in a word other desks use": [
+        ("hi", "request_program", {}),
+        ("Telephone please", "request_program", {"contact_channel": "phone"}),
+        ("Could you please tell me when the data classes take place?", "inform", {"program": "data_support"}),
+    ],
     "a misspelt change after the read-back": [
         ("forklift", "request_contact", {"program": "forklift"}),
         ("text me", "confirm", {"contact_channel": "phone"}),

@@ -874,8 +874,11 @@ def _read_at_desk(
         and nearest in (OTHER, SCREEN)
         and not on_a_topic
         and (
-            # an answer of a few words to the slot just asked is the resident's, wherever its words are most used
-            (elsewhere and not (kind == OTHER and answers_asked and len(words) <= SMALL_TALK_WORDS))
+            # an answer of a few words, once the desk has asked, is the resident's, wherever its words are most used
+            (
+                elsewhere
+                and not (kind == OTHER and (answers_asked or asked is not None) and len(words) <= SMALL_TALK_WORDS)
+            )
             or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or names_an_offering)))
         )
     ):
