@@ -373,6 +373,15 @@ def test_the_desks_words_hold_what_its_rules_read(pack: DomainPack) -> None:
     # Words and stems of the covered topics' and the frame's patterns count as the desk's own.
     assert {"syllabus", "eligib", "applying"} <= pack.desk_words
     assert "convocation" not in pack.desk_words
+    # A word a rule reads only to refuse it, in a negative lookahead or lookbehind, is no word of the desk's.
+    assert "deadline" not in pack.desk_words  # eligibility's "can i still apply" (?!... deadline ...)
+
+
+def test_a_refusal_inside_a_pattern_gives_the_desk_no_words() -> None:
+    from dialogue.pack.domain import _without_refusals
+
+    assert _without_refusals("a(?!\\s+(?:science|(?:late)))b(?<!un)c") == "a b c"
+    assert _without_refusals("(?:keep)(?=\\s+also)") == "(?:keep)(?=\\s+also)"  # a lookahead that must match stays
 
 
 @pytest.mark.parametrize(

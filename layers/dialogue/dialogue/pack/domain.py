@@ -34,6 +34,27 @@ if TYPE_CHECKING:
 
 _ESCAPE = re.compile(r"\\.")
 _PATTERN_WORD = re.compile(r"[a-z]{3,}")
+_REFUSAL = re.compile(r"\(\?<?!")
+
+
+def _without_refusals(pattern: str) -> str:
+    """`pattern` (escapes blanked) without its negative lookarounds: "(?!\\s+(?:science|late))" names words the rule
+    will not read there, which are no words of the desk's."""
+    kept: list[str] = []
+    at = 0
+    for found in _REFUSAL.finditer(pattern):
+        if found.start() < at:
+            continue  # inside a refusal already dropped
+        kept.append(pattern[at : found.start()])
+        depth, index = 0, found.start()
+        while index < len(pattern):
+            depth += {"(": 1, ")": -1}.get(pattern[index], 0)
+            index += 1
+            if depth == 0:
+                break
+        at = index
+    kept.append(pattern[at:])
+    return " ".join(kept)
 
 
 class DomainPack(BaseModel):
@@ -224,7 +245,7 @@ class DomainPack(BaseModel):
         patterns += [rule.pattern for rule in spec.slot_rules]
         patterns += [spec.statements.frame_pattern] if spec.statements else []
         for pattern in patterns:
-            words.update(_PATTERN_WORD.findall(_ESCAPE.sub(" ", pattern.lower())))
+            words.update(_PATTERN_WORD.findall(_without_refusals(_ESCAPE.sub(" ", pattern.lower()))))
         return frozenset(words)
 
     @cached_property
