@@ -1238,6 +1238,13 @@ def test_a_tenth_round_request_for_a_person_is_handed_off_at_both_desks(desk: st
         ("how do staff get hold of me, the way I pick here?", "enrollment_process"),
         ("Why aren't you asking for my address?", "privacy"),
         ("can I phone the front desk on a Saturday?", "centre_hours"),
+        ("will staff get back to me after this", "enrollment_process"),
+        ("till what hour can i come in to drop off papers", "centre_hours"),
+        ("i might have to leave halfway through, who do i tell", "withdrawal"),
+        ("where does my email address go", "privacy"),
+        ("my social worker asked me what courses you run", "programs_offered"),
+        ("is this chat run by a machine or by staff", None),
+        ("the human on reception was rude to me last time", None),
     ],
 )
 def test_a_tenth_round_look_alike_or_question_is_no_hand_off(pack: DomainPack, text: str, topic: str | None) -> None:
@@ -1251,3 +1258,23 @@ def test_a_tenth_round_look_alike_or_question_is_no_hand_off(pack: DomainPack, t
 def test_describing_a_course_never_names_one_in_the_seeds_words(pack: DomainPack) -> None:
     assert understand("spreadsheet career track", pack).slot_updates == {}  # the seed's C2 stays unmatched
     assert understand("the tech course", pack, "request_program").slot_updates == {}  # which course is that?
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["can you change Sarah's contact to email", "my friend enrolled last week, can you check whether she got in"],
+)
+def test_another_persons_record_named_or_by_pronoun_is_for_staff(pack: DomainPack, text: str) -> None:
+    state, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.REFUSE
+    assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
+
+
+def test_asking_staff_to_get_back_now_is_still_a_request(pack: DomainPack) -> None:
+    for text in ("can staff get back to me please", "will staff get back to me asap"):
+        assert understand(text, pack).route == "hand_off", text
+
+
+def test_the_care_of_the_children_is_child_care(pack: DomainPack) -> None:
+    read = understand("I am mother of two childs, I need the care of childs for to go in the class.", pack)
+    assert read.slot_updates.get("childcare_needed") == "yes"
