@@ -1244,6 +1244,8 @@ def test_a_tenth_round_request_for_a_person_is_handed_off_at_both_desks(desk: st
         ("where does my email address go", "privacy"),
         ("my social worker asked me what courses you run", "programs_offered"),
         ("is this chat run by a machine or by staff", None),
+        ("is the forklift assessor qualified", "assessment"),
+        ("am i qualified", "eligibility"),
         ("the human on reception was rude to me last time", None),
     ],
 )
@@ -1273,6 +1275,12 @@ def test_another_persons_record_named_or_by_pronoun_is_for_staff(pack: DomainPac
 def test_asking_staff_to_get_back_now_is_still_a_request(pack: DomainPack) -> None:
     for text in ("can staff get back to me please", "will staff get back to me asap"):
         assert understand(text, pack).route == "hand_off", text
+
+
+def test_where_to_buy_something_is_another_services_question(pack: DomainPack) -> None:
+    read = understand("where can i buy steel toe boots cheap", pack)
+    assert (read.route, read.topic) == ("abstain", "elsewhere")
+    assert understand("do i need to buy steel toe boots", pack).topic == "equipment"
 
 
 def test_the_care_of_the_children_is_child_care(pack: DomainPack) -> None:

@@ -139,3 +139,10 @@ def test_the_nearest_word_wins_then_the_commoner() -> None:
     assert speller.desk_word("phome") == "phone"  # one edit from "phone", two from "phones"
     assert speller.desk_word("tlak") == "talk"  # swapped letters of a short word
     assert speller.desk_word("tslk") is None  # a short word with a letter changed is left alone
+
+
+def test_a_long_word_is_found_two_edits_away_through_the_deletion_index() -> None:
+    speller = Speller({"certificate", "certain", "wheelchair"}, english())
+    assert speller.desk_word("certfcate") == "certificate"  # two letters dropped from eleven
+    assert speller.desk_word("wheelcahr") == "wheelchair"  # swapped and dropped
+    assert speller.desk_word("certfca") is None  # three edits from both

@@ -46,6 +46,7 @@ from dialogue.pack.lexicon import allowed_edits, within
 ENGLISH_SHA256 = "2474a48af86fd81dccea9edd0bba6cd36dd2ecedc0ae217cefcb233bba28613c"
 """SHA-256 of `spellchecker/resources/en.json.gz` in pyspellchecker 0.8.3."""
 MIN_LETTERS = 4
+MAX_EDITS = 2  # the most `lexicon.allowed_edits` allows
 TARGET_MIN_LETTERS = 3
 _ENDINGS = ("s", "es", "d", "ed", "ing", "er", "ers", "ly")
 _NAME = re.compile(r"\b[^\W\d_][^\W\d_]+")
@@ -84,11 +85,13 @@ class Speller:
     def __init__(self, desk_words: Iterable[str], english_words: English) -> None:
         self._known = frozenset(desk_words)
         self._english = english_words
-        targets: dict[str, list[str]] = {}
+        # Every target by each string it leaves with up to two letters deleted (SymSpell's index): a word within
+        # two edits of a target shares one of them, so a turn's word is compared with a handful of targets, not all.
+        self._by_deletion: dict[str, list[str]] = {}
         for word in sorted(self._known):
             if len(word) >= TARGET_MIN_LETTERS and word.isalpha() and word in english_words:
-                targets.setdefault(word[0], []).append(word)
-        self._targets = {initial: tuple(words) for initial, words in targets.items()}
+                for variant in _deletions(word, MAX_EDITS):
+                    self._by_deletion.setdefault(variant, []).append(word)
 
     def correct(self, text: str, keep: frozenset[str] = frozenset()) -> str:
         """`text` (normalized) with each misspelt desk word written as that word, but those in `keep` (`names`);
@@ -122,9 +125,12 @@ class Speller:
         if len(token) < MIN_LETTERS or not token.isalpha() or self._is_a_word(token):
             return None
         limit = max(1, allowed_edits(token))
+        candidates = {word for variant in _deletions(token, limit) for word in self._by_deletion.get(variant, ())}
         best: tuple[int, int, str] | None = None
-        for word in self._targets.get(token[0], ()):
-            if abs(len(word) - len(token)) > limit or (len(token) == MIN_LETTERS and not _swapped(token, word)):
+        for word in sorted(candidates):
+            if word[0] != token[0] or abs(len(word) - len(token)) > limit:
+                continue
+            if len(token) == MIN_LETTERS and not _swapped(token, word):
                 continue
             for edits in range(1, limit + 1):
                 if within(token, word, edits):
@@ -138,6 +144,16 @@ def names(typed: str) -> frozenset[str]:
     """The words of the turn as typed that begin with a capital after its first word ("play Dr. Lecter"), case
     folded: a name, not a misspelling. A word in capitals throughout ("FORKFLIT") is no name."""
     return frozenset(word.casefold() for word in _NAME.findall(typed)[1:] if word[0].isupper() and word[1:].islower())
+
+
+def _deletions(word: str, edits: int) -> set[str]:
+    """`word` and every string it leaves with up to `edits` letters deleted."""
+    found = {word}
+    frontier = {word}
+    for _ in range(edits):
+        frontier = {variant[:at] + variant[at + 1 :] for variant in frontier for at in range(len(variant))}
+        found |= frontier
+    return found
 
 
 def _swapped(token: str, word: str) -> bool:
