@@ -1246,6 +1246,8 @@ def test_a_tenth_round_request_for_a_person_is_handed_off_at_both_desks(desk: st
         ("is this chat run by a machine or by staff", None),
         ("is the forklift assessor qualified", "assessment"),
         ("am i qualified", "eligibility"),
+        ("how do i actually get a seat", "enrollment_process"),
+        ("i got a new job and cant come anymore what do i do", "withdrawal"),
         ("the human on reception was rude to me last time", None),
     ],
 )
@@ -1286,3 +1288,8 @@ def test_where_to_buy_something_is_another_services_question(pack: DomainPack) -
 def test_the_care_of_the_children_is_child_care(pack: DomainPack) -> None:
     read = understand("I am mother of two childs, I need the care of childs for to go in the class.", pack)
     assert read.slot_updates.get("childcare_needed") == "yes"
+
+
+def test_a_contraction_typed_without_its_apostrophe_reads_as_the_contraction(pack: DomainPack) -> None:
+    assert pack.compiled.expand("i cant come and i dont want a call") == "i can't come and i don't want a call"
+    assert pack.compiled.expand("i feel ill, id card") == "i feel ill, id card"  # words of their own stay
