@@ -1293,3 +1293,10 @@ def test_the_care_of_the_children_is_child_care(pack: DomainPack) -> None:
 def test_a_contraction_typed_without_its_apostrophe_reads_as_the_contraction(pack: DomainPack) -> None:
     assert pack.compiled.expand("i cant come and i dont want a call") == "i can't come and i don't want a call"
     assert pack.compiled.expand("i feel ill, id card") == "i feel ill, id card"  # words of their own stay
+
+
+@pytest.mark.parametrize("text", ["do you take childcare vouchers", "my nursery bills went up, can you help"])
+def test_money_for_child_care_from_elsewhere_is_no_need_and_not_answered(pack: DomainPack, text: str) -> None:
+    read = understand(text, pack)
+    assert read.slot_updates == {}
+    assert next_state(DialogueState.new(pack.frame), read, pack)[1] == Action.ABSTAIN_HAND_OFF
