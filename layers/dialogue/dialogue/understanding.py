@@ -525,9 +525,8 @@ def understand(
     if pack.understanding_profile is UnderstandingProfile.DESK:
         index = pack.example_index
         speller = pack.speller
-        read = (
-            speller.correct(normalized, names(text)) if speller is not None else normalized
-        )  # the screens read `normalized`
+        # The reading takes the turn with the desk's words spelt right; the screens above read it as typed.
+        read = speller.correct(normalized, names(text)) if speller is not None else normalized
         found = index.match(read) if index is not None else None
         examples = pack.examples or _NO_EXAMPLES
         typed = patterns.contact_typed
@@ -875,10 +874,7 @@ def _read_at_desk(
         and not on_a_topic
         and (
             # an answer of a few words, once the desk has asked, is the resident's, wherever its words are most used
-            (
-                elsewhere
-                and not (kind == OTHER and (answers_asked or asked is not None) and len(words) <= SMALL_TALK_WORDS)
-            )
+            (elsewhere and not (kind == OTHER and asked is not None and len(words) <= SMALL_TALK_WORDS))
             or (not own_choice and (question or not (len(words) <= SMALL_TALK_WORDS or names_an_offering)))
         )
     ):

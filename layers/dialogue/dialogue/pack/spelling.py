@@ -55,14 +55,14 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 
 @dataclass(frozen=True)
 class English:
-    """English words with their frequencies; `plain` holds every word, contractions also without their
-    apostrophe."""
+    """English words with their frequencies; a contraction is a word typed without its apostrophe too
+    (`unapostrophed`: "dont", "youre")."""
 
     frequency: Mapping[str, int]
-    plain: frozenset[str]
+    unapostrophed: frozenset[str]
 
     def __contains__(self, word: object) -> bool:
-        return word in self.plain
+        return word in self.frequency or word in self.unapostrophed
 
 
 @lru_cache(maxsize=1)
@@ -75,8 +75,7 @@ def english() -> English:
     if hashlib.sha256(data).hexdigest() != ENGLISH_SHA256:
         raise RuntimeError("pyspellchecker's English word list is not the pinned one; install the pinned version.")
     frequency: dict[str, int] = json.loads(gzip.decompress(data))
-    plain = frozenset(frequency) | frozenset(word.replace("'", "") for word in frequency if "'" in word)
-    return English(frequency=frequency, plain=plain)
+    return English(frequency, frozenset(word.replace("'", "") for word in frequency if "'" in word))
 
 
 class Speller:
@@ -102,13 +101,14 @@ class Speller:
             for token in _TOKEN.findall(text)
             if len(token) >= MIN_LETTERS and token.isalpha() and token not in keep
         ]
-        fixes = {token: self.desk_word(token) for token in tokens}
-        if not any(fixes.values()):
+        unknown = [token for token in tokens if not self._is_a_word(token)]
+        fixes = {token: fixed for token in unknown if (fixed := self._nearest(token)) is not None}
+        if not fixes:
             return text
-        foreign = sum(1 for token in tokens if fixes[token] is None and not self._is_a_word(token))
+        foreign = len(unknown) - sum(1 for token in unknown if token in fixes)
         if foreign > len(tokens) - foreign:
             return text
-        return _TOKEN.sub(lambda found: fixes.get(found.group()) or found.group(), text)
+        return _TOKEN.sub(lambda found: fixes.get(found.group(), found.group()), text)
 
     def _is_a_word(self, token: str) -> bool:
         """Whether `token` is an English or desk word, or one with a plain ending the list lacks ("texting")."""
@@ -124,6 +124,10 @@ class Speller:
         """The desk word `token` misspells, or None."""
         if len(token) < MIN_LETTERS or not token.isalpha() or self._is_a_word(token):
             return None
+        return self._nearest(token)
+
+    def _nearest(self, token: str) -> str | None:
+        """The nearest desk word within the edits `token` may hold (no English or desk word itself), or None."""
         limit = max(1, allowed_edits(token))
         candidates = {word for variant in _deletions(token, limit) for word in self._by_deletion.get(variant, ())}
         best: tuple[int, int, str] | None = None
