@@ -97,20 +97,24 @@ def test_the_lesson_profile_keeps_c2_missed_and_reads_no_examples() -> None:
 def test_a_topic_written_from_examples_alone(pack_copy: Path) -> None:
     root = pack_copy
     domain = (root / "domain.toml").read_text(encoding="utf-8")
-    domain += '\n[[topics]]\nname = "lockers"\ncovered = false\n'
+    domain += '\n[[topics]]\nname = "lost_property"\ncovered = false\n'
     (root / "domain.toml").write_text(domain, encoding="utf-8")
     examples = (root / "examples.toml").read_text(encoding="utf-8")
     examples = examples.replace(
         "\n[topics]\n",
-        '\n[topics]\nlockers = ["is there a locker for my bag", "where can i leave my coat during class",'
-        ' "can i store my helmet somewhere"]\n',
+        '\n[topics]\nlost_property = ["where is lost property", "i left my umbrella behind after class",'
+        ' "has anyone found a blue scarf"]\n',
     )
     (root / "examples.toml").write_text(examples, encoding="utf-8")
     desk = load_pack(root)
-    understood = understand("Is there a locker for my bag?", desk)
-    assert (understood.route, understood.topic, understood.intent) == ("abstain", "lockers", "lockers_question")
+    understood = understand("Where is lost property?", desk)
+    assert (understood.route, understood.topic, understood.intent) == (
+        "abstain",
+        "lost_property",
+        "lost_property_question",
+    )
     # The lesson profile has no pattern for it: the same question matches no topic.
-    assert understand("Is there a locker for my bag?", load_pack(root, profile="lesson")).topic is None
+    assert understand("Where is lost property?", load_pack(root, profile="lesson")).topic is None
 
 
 def test_a_topic_with_neither_pattern_nor_examples_is_refused(pack_copy: Path) -> None:

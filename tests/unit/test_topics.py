@@ -79,3 +79,36 @@ def test_a_question_on_a_covered_word_still_abstains_when_it_names_an_uncovered_
 def test_a_statement_on_a_topic_stays_on_the_enrollment_path(pack: DomainPack) -> None:
     understood = understand("I want the spreadsheet career track.", pack)
     assert (understood.question, understood.topic, understood.route) == (False, None, "enroll")
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("can i bring my son along?", "child_care"),  # the child alone: its weak pattern places it
+        ("my son is 16, can he join?", "eligibility"),  # another topic's pattern matches: it wins over the weak one
+        ("my son filled in the form for me, what happens next?", "enrollment_process"),
+        ("how old do kids need to be for the creche?", "child_care"),  # its own pattern names the child's age
+    ],
+)
+def test_a_topics_weak_pattern_places_a_question_only_where_no_pattern_does(
+    pack: DomainPack, text: str, topic: str
+) -> None:
+    assert understand(text, pack).topic == topic
+
+
+def test_a_weak_pattern_alone_is_enough_for_a_topic(pack: DomainPack) -> None:
+    """A topic whose strong pattern is gone still reads a question by its weak one: the weak pattern is read."""
+    topics = [
+        t.model_copy(update={"pattern": r"\bnever-matches-anything\b"}) if t.name == "child_care" else t
+        for t in pack.spec.topics
+    ]
+    spec = pack.spec.model_copy(update={"topics": tuple(topics)})
+    plain = DomainPack(spec=spec, handbook=pack.handbook)
+    assert understand("can i bring my son along?", plain).topic == "child_care"
+    weakless = DomainPack(
+        spec=spec.model_copy(
+            update={"topics": tuple(t.model_copy(update={"weak_pattern": None}) for t in spec.topics)}
+        ),
+        handbook=pack.handbook,
+    )
+    assert understand("can i bring my son along?", weakless).topic is None

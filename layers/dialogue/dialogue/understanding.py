@@ -172,14 +172,18 @@ def _classify(text: str, pack: DomainPack) -> IntentRule:
 
 def _topic(text: str, pack: DomainPack, outside: list[tuple[int, int]] | None = None) -> Topic | None:
     """The topic a question asks about: an uncovered one first (the desk must not answer half a
-    question), else the first covered one, in pack order; with `outside`, only a topic whose rule matches
-    somewhere none of those spans covers."""
-    matched = [
-        topic
-        for topic, pattern in pack.compiled.topics
-        if (pattern.search(text) if outside is None else _matches_outside(text, pattern, outside))
-    ]
-    return next((topic for topic in matched if not topic.covered), None) or next(iter(matched), None)
+    question), else the first covered one, in pack order; where no topic's pattern matches, the same
+    over their weak patterns. With `outside`, only a topic whose rule matches somewhere none of those
+    spans covers."""
+    for topics in (pack.compiled.topics, pack.compiled.weak_topics):
+        matched = [
+            topic
+            for topic, pattern in topics
+            if (pattern.search(text) if outside is None else _matches_outside(text, pattern, outside))
+        ]
+        if matched:
+            return next((topic for topic in matched if not topic.covered), matched[0])
+    return None
 
 
 def _route(
@@ -218,7 +222,7 @@ def _on_the_frame(text: str, pack: DomainPack, statements: StatementRules) -> bo
         return True
     if patterns.correction_marker.search(text):
         return True
-    return any(topic.covered and pattern.search(text) for topic, pattern in patterns.topics)
+    return any(topic.covered and pattern.search(text) for topic, pattern in (*patterns.topics, *patterns.weak_topics))
 
 
 class _Scope:
@@ -860,7 +864,16 @@ def _read_at_desk(
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
     # The resident's own choice: a statement in their own words ("I'd prefer a letter"), or an answer naming a value of
     # the slot just asked ("an SMS would be fine", "and can you text me").
-    answers_asked = short and asked_slot is not None and asked_slot in slots.updates
+    # A statement of a few words more naming a value of the slot just asked answers it too ("text is fine for you lot
+    # though"), unless its words are nearest an attack's.
+    answers_asked = (
+        asked_slot is not None
+        and asked_slot in slots.updates
+        and (
+            short
+            or (not question and nearest != SCREEN and settings is not None and len(words) <= 2 * settings.max_words)
+        )
+    )
     speaks_for_self = answers is not None and answers.itself.search(text) is not None
     # "and can you text me": a short question asking the desk to reach the resident by a value it names.
     asked_to_reach = short and question and bool(slots.updates) and _ASKED_TO_CONTACT.search(text) is not None

@@ -62,6 +62,7 @@ class CompiledPatterns:
     enrol_question: re.Pattern[str] | None
     greeting: re.Pattern[str] | None
     topics: tuple[tuple[Topic, re.Pattern[str]], ...]
+    weak_topics: tuple[tuple[Topic, re.Pattern[str]], ...]  # read only where no topic's pattern matches
     negation_cue: re.Pattern[str]
     negation_after_cue: re.Pattern[str]
     scope_break: re.Pattern[str]
@@ -107,6 +108,7 @@ class CompiledPatterns:
             unrun_offering=optional(statements.unrun_offering_pattern if statements else None),
             greeting=optional(statements.greeting_pattern if statements else None),
             topics=tuple((topic, understanding(topic.pattern)) for topic in spec.topics if topic.pattern),
+            weak_topics=tuple((t, understanding(t.weak_pattern)) for t in spec.topics if t.weak_pattern),
             negation_cue=understanding(rules.negation.cue_pattern),
             negation_after_cue=understanding(rules.negation.after_cue_pattern),
             scope_break=understanding(rules.negation.scope_break_pattern),

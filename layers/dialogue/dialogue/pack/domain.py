@@ -104,7 +104,7 @@ class DomainPack(BaseModel):
         spec, examples = self.spec, self.examples
         given = examples.topics if examples else {}
         for index, topic in enumerate(spec.topics):
-            if topic.pattern is None and not given.get(topic.name):
+            if topic.pattern is None and topic.weak_pattern is None and not given.get(topic.name):
                 where = located("topics", index, "pattern")
                 raise ValueError(f"{where}: a topic needs a pattern, or examples in examples.toml")
         if examples is None:
@@ -240,7 +240,7 @@ class DomainPack(BaseModel):
         # The words its own rules read: a covered topic's, an intent's, a slot's and the frame's patterns (an
         # escape such as \b or \s is no letter of a word). Stems count: "eligib" of "eligib\w*".
         spec = self.spec.understanding
-        patterns = [topic.pattern for topic in self.spec.topics if topic.covered and topic.pattern]
+        patterns = [p for topic in self.spec.topics if topic.covered for p in (topic.pattern, topic.weak_pattern) if p]
         patterns += [rule.pattern for rule in spec.intents if rule.pattern]
         patterns += [rule.pattern for rule in spec.slot_rules]
         patterns += [spec.statements.frame_pattern] if spec.statements else []

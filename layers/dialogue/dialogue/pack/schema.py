@@ -180,6 +180,9 @@ class Topic(_Strict):
 
     name: Identifier
     pattern: UnderstandingPatternText | None = None
+    # Words that place a question on this topic only when no topic's `pattern` matches it: "my son" asks
+    # about child care in "can my son come along?", but not in "my son is 16, can he join?" (eligibility).
+    weak_pattern: UnderstandingPatternText | None = None
     intent: Identifier | None = None
     covered: bool = True
     # The topic's own fixed reply when a question on it is abstained on and handed off (default: the
