@@ -1367,3 +1367,36 @@ def test_an_eleventh_round_request_or_attack(pack: DomainPack, text: str, action
     state, got = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert got == action
     assert all(state.get(slot) == "unknown" for slot in pack.frame.slot_names)
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is anybody there who can actually help",
+        "someone from the front desk please",
+        "get me off this bot and onto a person",
+        "can one of your team email me back personally",
+        "could you have somebody holler at me",
+        "i need a proper person",
+    ],
+)
+def test_an_eleventh_round_request_for_a_person_is_handed_off_at_both_desks(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action == Action.HAND_OFF
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is anybody there at the weekend",
+        "someone from the job centre sent me",
+        "is a staff member available on saturdays",
+    ],
+)
+def test_an_eleventh_round_look_alike_is_no_hand_off_at_both_desks(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action != Action.HAND_OFF
