@@ -1400,3 +1400,62 @@ def test_an_eleventh_round_look_alike_is_no_hand_off_at_both_desks(desk: str, te
     desk_pack = get_pack(RIVERTON.parent / desk)
     _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
     assert action != Action.HAND_OFF
+
+
+# The fourteenth blind set's residents (hedged and polite, American words, autocorrect, a relative typing), in words
+# written here.
+ELEVENTH_ROUND_MORE: dict[str, list[Turn]] = {
+    "a polite resident, a yes to the channel question, an American cell": [
+        ("good morning, i'd like to join a course please", "request_program", {}),
+        ("perhaps the forklift one?", "request_contact", {"program": "forklift"}),
+        ("yeah go on", "request_contact", {"contact_channel": "unknown"}),
+        ("shoot me a text on my cell", "confirm", {"contact_channel": "phone"}),
+        ("have a lovely day", "next_step", {"contact_channel": "phone"}),
+    ],
+    "after the read-back, a change said as 'X not Y'": [
+        ("data support", "request_contact", {"program": "data_support"}),
+        ("email", "confirm", {"contact_channel": "email"}),
+        ("nah", "clarify", {"contact_channel": "email"}),
+        ("it's the contact, text not email", "confirm", {"contact_channel": "phone"}),
+    ],
+    "choosing the course a question was just answered about": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("what do you learn on the data one?", "inform", {"program": "data_support"}),
+        ("ooh i'll go with that", "request_contact", {"program": "data_support"}),
+    ],
+    "a grandchild with the phone chooses no channel": [
+        ("my grandson got my phone, sorry. i want data support", "request_contact", {"contact_channel": "unknown"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", ELEVENTH_ROUND_MORE)
+def test_an_eleventh_round_conversation_of_the_fourteenth_sets_kind(pack: DomainPack, name: str) -> None:
+    talk(pack, ELEVENTH_ROUND_MORE[name])
+
+
+@pytest.mark.parametrize(
+    ("text", "route", "topic"),
+    [
+        ("until what time is the desk open on fridays", "inform", "centre_hours"),
+        ("she asked when the forklift course starts", "inform", "schedule"),
+        ("any boots needed for forklift", "inform", "equipment"),
+        ("date support course what days is it", "inform", "schedule"),  # autocorrect's "date support"
+        ("does the building have any steps? my hips are bad", "inform", "accessibility"),
+        ("if i find a job and have to leave, what do i do", "inform", "withdrawal"),
+        ("do you keep my email address on file", "inform", "privacy"),
+        ("can i get a replacement certificate if i lose mine", "abstain", "certificates"),
+        ("who teaches the forklift course", "abstain", "instructors"),
+    ],
+)
+def test_an_eleventh_round_question_of_the_fourteenth_sets_kind(
+    pack: DomainPack, text: str, route: str, topic: str
+) -> None:
+    read = understand(text, pack)
+    assert (read.route, read.topic) == (route, topic)
+
+
+@pytest.mark.parametrize("text", ["could the man at the front desk ring me?", "i'd like to be passed on to someone"])
+def test_an_eleventh_round_request_of_the_fourteenth_sets_kind_is_handed_off(pack: DomainPack, text: str) -> None:
+    _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
+    assert action == Action.HAND_OFF

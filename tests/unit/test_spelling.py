@@ -146,3 +146,42 @@ def test_a_long_word_is_found_two_edits_away_through_the_deletion_index() -> Non
     assert speller.desk_word("certfcate") == "certificate"  # two letters dropped from eleven
     assert speller.desk_word("wheelcahr") == "wheelchair"  # swapped and dropped
     assert speller.desk_word("certfca") is None  # three edits from both
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("hiiwanttojointhedatasupportcourse", "hi i want to join the data support course"),
+        ("emailmeplease", "email me please"),
+        ("ok textmeplease", "ok text me please"),
+        ("whendoesitstart", "when does it start"),
+    ],
+)
+def test_words_run_together_are_read_apart(pack: DomainPack, typed: str, read: str) -> None:
+    assert pack.speller is not None
+    assert pack.speller.correct(typed) == read
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "krankenversicherung",  # another language: no English words in it
+        "antidisestablishment",  # an English word (with a plain ending the list lacks)
+        "thebigredbus",  # English words, but none of them the desk's
+        "iwantit",  # under eight letters: too short to split
+    ],
+)
+def test_a_long_word_that_runs_no_desk_word_together_stays(pack: DomainPack, typed: str) -> None:
+    assert pack.speller is not None
+    assert pack.speller.correct(typed) == typed
+
+
+def test_a_run_together_turn_fills_the_frame(pack: DomainPack) -> None:
+    read = understand("hiiwanttojointhedatasupportcourse", pack)
+    assert read.slot_updates == {"program": "data_support"}
+    assert understand("emailmeplease", pack, "request_contact").slot_updates == {"contact_channel": "email"}
+
+
+def test_a_desk_word_with_two_slips_is_never_split(pack: DomainPack) -> None:
+    assert pack.speller is not None
+    assert pack.speller.correct("forkflit") == "forkflit"  # not "fork flit": the lexicon reads it as an answer

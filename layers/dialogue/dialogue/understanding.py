@@ -866,13 +866,16 @@ def _read_at_desk(
     # the slot just asked ("an SMS would be fine", "and can you text me").
     # A statement of a few words more naming a value of the slot just asked answers it too ("text is fine for you lot
     # though"), unless its words are nearest an attack's.
-    answers_asked = (
-        asked_slot is not None
-        and asked_slot in slots.updates
-        and (
-            short
-            or (not question and nearest != SCREEN and settings is not None and len(words) <= 2 * settings.max_words)
-        )
+    # The slots the desk's last question asked for: the one requested, or after the read-back any it read back.
+    asked_for = (
+        {asked_slot}
+        if asked_slot is not None
+        else {slot.name for slot in pack.frame.requested_slots}
+        if asked == Action.CONFIRM
+        else set()
+    )
+    answers_asked = bool(asked_for & set(slots.updates)) and (
+        short or (not question and nearest != SCREEN and settings is not None and len(words) <= 2 * settings.max_words)
     )
     speaks_for_self = answers is not None and answers.itself.search(text) is not None
     # "and can you text me": a short question asking the desk to reach the resident by a value it names.
@@ -1022,8 +1025,17 @@ def _read_at_desk(
         return read_as(off_desk, "abstain")
     if content and not framed and far and not chat:
         return read_as(off_desk, "abstain")  # far from everything the desk knows: out of scope
-    if content and not framed and nearest == OTHER and found is not None and found.margin >= examples.min_margin:
-        return read_as(off_desk, "abstain")  # nearest another desk's turn by a clear margin ("mute the music")
+    if (
+        content
+        and not framed
+        and answer is None
+        and nearest == OTHER
+        and found is not None
+        and found.margin >= examples.min_margin
+    ):
+        # Nearest another desk's turn by a clear margin ("mute the music"); never a yes, a no or "either" ("yeah go
+        # on").
+        return read_as(off_desk, "abstain")
     statements = rules.statements
     if statements is None or _on_the_frame(text, pack, statements):
         return read_as(intent.name, "enroll")
@@ -1093,9 +1105,7 @@ def _unknown_words(words: list[str], pack: DomainPack) -> list[str]:
         and word not in known
         and word.removesuffix("s") not in known
         and not any(word[:letters] in known for letters in range(STEM_LETTERS, len(word)))  # "applying": "apply"
-        and not any(
-            misspells(word, other, allowed_edits(other)) for other in pack.desk_words_by_initial.get(word[0], ())
-        )
+        and not pack.desk_words_misspelt(word)
     ]
 
 

@@ -4,7 +4,7 @@ lookups the core reads and its patterns compiled once."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ from dialogue.actions import FIXED_ACTIONS, Action
 from dialogue.pack.compiled import CompiledPatterns
 from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
 from dialogue.pack.formats import PackFormat
-from dialogue.pack.lexicon import value_words
+from dialogue.pack.lexicon import allowed_edits, deletions, misspells, value_words, without_vowels_key
 from dialogue.pack.schema import (
     UNKNOWN,
     ActionSpec,
@@ -249,12 +249,27 @@ class DomainPack(BaseModel):
         return frozenset(words)
 
     @cached_property
-    def desk_words_by_initial(self) -> Mapping[str, tuple[str, ...]]:
-        """`desk_words` by first letter: a misspelling keeps its first letter, so it is looked for among these."""
-        by_initial: dict[str, list[str]] = {}
+    def desk_words_misspelt(self) -> Callable[[str], bool]:
+        """Whether a word misspells one of `desk_words` (`lexicon.misspells`, within the edits the desk word allows).
+        The desk words are indexed by every string they leave with the letters their edits allow deleted (SymSpell's
+        index), and by their letters without vowels: a word within those edits of a desk word shares one of its own
+        deletions with it, so a turn's word is compared with a handful of desk words, not all of them."""
+
+        by_deletion: dict[str, list[str]] = {}
+        by_consonants: dict[str, list[str]] = {}
         for word in sorted(self.desk_words):
-            by_initial.setdefault(word[0], []).append(word)
-        return {initial: tuple(words) for initial, words in by_initial.items()}
+            for variant in deletions(word, allowed_edits(word)):
+                by_deletion.setdefault(variant, []).append(word)
+            by_consonants.setdefault(without_vowels_key(word), []).append(word)
+
+        def misspelt(token: str) -> bool:
+            if len(token) < 5:
+                return False  # `misspells` reads no shorter token
+            candidates = {word for variant in deletions(token, 2) for word in by_deletion.get(variant, ())}
+            candidates.update(by_consonants.get(token, ()))
+            return any(misspells(token, word, allowed_edits(word)) for word in candidates)
+
+        return misspelt
 
     def _uncovered(self, label: str) -> bool:
         kind, _, name = label.partition(":")

@@ -72,6 +72,22 @@ def misspells(token: str, word: str, limit: int) -> bool:
 _VOWELS = re.compile(r"[aeiou]")
 
 
+def without_vowels_key(word: str) -> str:
+    """`word` with its vowels left out: a token typed so ("frklft") is looked up by it."""
+    return _VOWELS.sub("", word)
+
+
+def deletions(word: str, edits: int) -> set[str]:
+    """`word` and every string it leaves with up to `edits` letters deleted (SymSpell's index: two words within
+    `edits` edits of each other share one of these)."""
+    found = {word}
+    frontier = {word}
+    for _ in range(edits):
+        frontier = {variant[:at] + variant[at + 1 :] for variant in frontier for at in range(len(variant))}
+        found |= frontier
+    return found
+
+
 def _without_vowels(token: str, word: str) -> bool:
     """Whether `token` is `word` with every vowel left out (texting shorthand: "frklft", "spprt")."""
     return _VOWELS.search(token) is None and _VOWELS.sub("", word) == token != word

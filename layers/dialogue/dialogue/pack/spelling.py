@@ -19,6 +19,12 @@ conditions, all of them needed:
 - most of the turn's longer words are English, the desk's or misspelt desk words: a turn in another
   language is left as typed ("nicht" is no misspelt "night").
 
+A word of eight letters or more typed without its spaces, that is no word and misspells none, is read as
+the English words it runs together ("emailmeplease", "iwanttojointhedatasupportcourse"), where they are the
+likeliest split by their frequencies, none but "a" and "i" shorter than two letters, three letters long on
+average, and one of them a desk word of four letters or more: a foreign word or a name rarely splits so. A word within
+two edits of a desk word is a misspelling of it, never split ("forkflit" is no "fork flit").
+
 The nearest word wins, then the commoner in English. So "pohne" reads "phone", "wheelchiar"
 "wheelchair", "forkilft" "forklift", and "boil", "civil" or "flight" stay what they are. A desk gets this
 from its own words with no rule written.
@@ -35,17 +41,20 @@ the text that never logs, stores or raises with it.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from dialogue.pack.lexicon import allowed_edits, within
+from dialogue.pack.lexicon import allowed_edits, deletions, within
 
 ENGLISH_SHA256 = "2474a48af86fd81dccea9edd0bba6cd36dd2ecedc0ae217cefcb233bba28613c"
 """SHA-256 of `spellchecker/resources/en.json.gz` in pyspellchecker 0.8.3."""
 MIN_LETTERS = 4
+SPLIT_MIN_LETTERS = 8
+LONGEST_WORD = 24
 MAX_EDITS = 2  # the most `lexicon.allowed_edits` allows
 TARGET_MIN_LETTERS = 3
 _ENDINGS = ("s", "es", "d", "ed", "ing", "er", "ers", "ly")
@@ -60,6 +69,7 @@ class English:
 
     frequency: Mapping[str, int]
     unapostrophed: frozenset[str]
+    total: int = 1
 
     def __contains__(self, word: object) -> bool:
         return word in self.frequency or word in self.unapostrophed
@@ -75,7 +85,8 @@ def english() -> English:
     if hashlib.sha256(data).hexdigest() != ENGLISH_SHA256:
         raise RuntimeError("pyspellchecker's English word list is not the pinned one; install the pinned version.")
     frequency: dict[str, int] = json.loads(gzip.decompress(data))
-    return English(frequency, frozenset(word.replace("'", "") for word in frequency if "'" in word))
+    unapostrophed = frozenset(word.replace("'", "") for word in frequency if "'" in word)
+    return English(frequency, unapostrophed, sum(frequency.values()))
 
 
 class Speller:
@@ -89,7 +100,7 @@ class Speller:
         self._by_deletion: dict[str, list[str]] = {}
         for word in sorted(self._known):
             if len(word) >= TARGET_MIN_LETTERS and word.isalpha() and word in english_words:
-                for variant in _deletions(word, MAX_EDITS):
+                for variant in deletions(word, MAX_EDITS):
                     self._by_deletion.setdefault(variant, []).append(word)
 
     def correct(self, text: str, keep: frozenset[str] = frozenset()) -> str:
@@ -102,7 +113,7 @@ class Speller:
             if len(token) >= MIN_LETTERS and token.isalpha() and token not in keep
         ]
         unknown = [token for token in tokens if not self._is_a_word(token)]
-        fixes = {token: fixed for token in unknown if (fixed := self._nearest(token)) is not None}
+        fixes = {token: fixed for token in unknown if (fixed := self._nearest(token) or self._split(token)) is not None}
         if not fixes:
             return text
         foreign = len(unknown) - sum(1 for token in unknown if token in fixes)
@@ -129,7 +140,7 @@ class Speller:
     def _nearest(self, token: str) -> str | None:
         """The nearest desk word within the edits `token` may hold (no English or desk word itself), or None."""
         limit = max(1, allowed_edits(token))
-        candidates = {word for variant in _deletions(token, limit) for word in self._by_deletion.get(variant, ())}
+        candidates = {word for variant in deletions(token, limit) for word in self._by_deletion.get(variant, ())}
         best: tuple[int, int, str] | None = None
         for word in sorted(candidates):
             if word[0] != token[0] or abs(len(word) - len(token)) > limit:
@@ -143,21 +154,48 @@ class Speller:
                     break
         return best[2] if best else None
 
+    def _split(self, token: str) -> str | None:
+        """The English words `token` runs together, spaced ("emailmeplease" -> "email me please"), or None: the
+        split whose words are likeliest by frequency (a word's cost its rarity), kept only where no word but "a"
+        and "i" is a single letter, the words average three letters or more, and one is a desk word of four or
+        more letters."""
+        if len(token) < SPLIT_MIN_LETTERS:
+            return None
+        candidates = {word for variant in deletions(token, MAX_EDITS) for word in self._by_deletion.get(variant, ())}
+        if any(within(token, word, MAX_EDITS) for word in candidates):
+            return None  # a desk word typed with two slips ("forkflit"), which the desk's lexicon may read, not a run
+        frequency, total = self._english.frequency, self._english.total
+        # best[end]: the cheapest split of token[:end], as (cost, start of its last word).
+        best: list[tuple[float, int] | None] = [(0.0, 0)] + [None] * len(token)
+        for end in range(1, len(token) + 1):
+            for start in range(max(0, end - LONGEST_WORD), end):
+                before, word = best[start], token[start:end]
+                if before is None or (count := frequency.get(word, 0)) == 0:
+                    continue
+                if len(word) == 1 and word not in ("a", "i"):
+                    continue
+                cost = before[0] + math.log(total / count)
+                if best[end] is None or cost < best[end][0]:  # type: ignore[index]
+                    best[end] = (cost, start)
+        if best[-1] is None:
+            return None
+        words: list[str] = []
+        end = len(token)
+        while end > 0:
+            start = best[end][1]  # type: ignore[index]
+            words.insert(0, token[start:end])
+            end = start
+        if len(words) < 2 or len(token) < 3 * len(words):
+            return None
+        if not any(len(word) >= MIN_LETTERS and word in self._known for word in words):
+            return None
+        return " ".join(words)
+
 
 def names(typed: str) -> frozenset[str]:
     """The words of the turn as typed that begin with a capital after its first word ("play Dr. Lecter"), case
     folded: a name, not a misspelling. A word in capitals throughout ("FORKFLIT") is no name."""
     return frozenset(word.casefold() for word in _NAME.findall(typed)[1:] if word[0].isupper() and word[1:].islower())
-
-
-def _deletions(word: str, edits: int) -> set[str]:
-    """`word` and every string it leaves with up to `edits` letters deleted."""
-    found = {word}
-    frontier = {word}
-    for _ in range(edits):
-        frontier = {variant[:at] + variant[at + 1 :] for variant in frontier for at in range(len(variant))}
-        found |= frontier
-    return found
 
 
 def _swapped(token: str, word: str) -> bool:
