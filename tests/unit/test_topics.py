@@ -112,3 +112,32 @@ def test_a_weak_pattern_alone_is_enough_for_a_topic(pack: DomainPack) -> None:
         handbook=pack.handbook,
     )
     assert understand("can i bring my son along?", weakless).topic is None
+
+
+@pytest.mark.parametrize(
+    ("text", "route"),
+    [
+        (
+            "how much is a forklift truck to buy second hand",
+            "abstain",
+        ),  # a fact no topic holds, in words the desk never uses
+        ("which forklift brand is the most reliable", "abstain"),
+        ("can i do forklift?", "enroll"),  # asks for the offering
+        ("what about forklift then?", "enroll"),  # no word the desk never uses
+    ],
+)
+def test_a_question_for_a_fact_no_topic_holds_asks_for_no_offering(pack: DomainPack, text: str, route: str) -> None:
+    assert understand(text, pack).route == route
+
+
+def test_without_a_fact_pattern_a_question_naming_an_offering_fills_the_frame(pack: DomainPack) -> None:
+    rules = pack.spec.understanding
+    spec = pack.spec.model_copy(
+        update={
+            "understanding": rules.model_copy(
+                update={"questions": rules.questions.model_copy(update={"fact_pattern": None})}
+            )
+        }
+    )
+    plain = DomainPack(spec=spec, handbook=pack.handbook)
+    assert understand("how much is a forklift truck to buy second hand", plain).route == "enroll"

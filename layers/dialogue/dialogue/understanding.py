@@ -983,6 +983,20 @@ def _read_at_desk(
         or other_offering  # "can i change to the other course?"
         or _only_asks_to_enrol(text, pack)  # "can i sign up?"
     )
+    if (
+        question
+        and about_the_frame
+        and compiled.fact_question is not None
+        and compiled.fact_question.search(text)
+        and not (asked is not None and slots.mentions_values and not slots.mentioned & {pack.program_slot})
+        and not asked_to_reach
+        and not other_offering
+        and not _only_asks_to_enrol(text, pack)
+        and _unknown_words(words, pack)
+    ):
+        # A question for a fact that no topic holds, naming an offering only and in a word the desk never uses ("whats
+        # the pass rate for forklift"): the desk cannot answer it, and it asks for no offering.
+        return read_as(unmatched, "abstain")
     if question and not about_the_frame:
         # A question about none of the desk's topics is about the frame only when it names what the desk
         # offers, or a value of what the desk asks once it has asked ("could you sign me up for X?", "what

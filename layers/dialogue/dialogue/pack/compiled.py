@@ -57,6 +57,7 @@ class CompiledPatterns:
     intents: tuple[tuple[IntentRule, re.Pattern[str] | None], ...]
     slot_rules: tuple[tuple[SlotRule, re.Pattern[str]], ...]
     question: re.Pattern[str]
+    fact_question: re.Pattern[str] | None
     frame_statement: re.Pattern[str] | None
     unrun_offering: re.Pattern[str] | None
     enrol_question: re.Pattern[str] | None
@@ -103,6 +104,7 @@ class CompiledPatterns:
             intents=tuple((rule, optional(rule.pattern)) for rule in rules.intents),
             slot_rules=tuple((rule, understanding(rule.pattern)) for rule in rules.slot_rules),
             question=understanding(rules.questions.pattern),
+            fact_question=optional(rules.questions.fact_pattern),
             frame_statement=optional(statements.frame_pattern if statements else None),
             enrol_question=optional(statements.enrol_question_pattern if statements else None),
             unrun_offering=optional(statements.unrun_offering_pattern if statements else None),

@@ -136,6 +136,10 @@ class QuestionRules(_Strict):
 
     pattern: UnderstandingPatternText
     unmatched_intent: Identifier
+    # A question that opens by asking for a fact ("what's the pass rate for X", "who marks the X course"): where it
+    # matches no topic, holds a word the desk never uses and names an offering only, it is the desk's unanswered
+    # question, not a request for that offering (desk profile).
+    fact_pattern: UnderstandingPatternText | None = None
 
 
 class StatementRules(_Strict):
