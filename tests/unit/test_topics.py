@@ -141,3 +141,22 @@ def test_without_a_fact_pattern_a_question_naming_an_offering_fills_the_frame(pa
     )
     plain = DomainPack(spec=spec, handbook=pack.handbook)
     assert understand("how much is a forklift truck to buy second hand", plain).route == "enroll"
+
+
+@pytest.mark.parametrize(
+    ("text", "route", "topic"),
+    [
+        # The uncovered topic's words come before a question that points back at nothing, or after the question.
+        ("I'm on Universal Credit and skint after the rent, so will I have to pay anything at all?", "inform", "fees"),
+        ("data support - what time does it finish? last bus is 9.20", "inform", "schedule"),
+        # The question points back at the uncovered topic, or names it itself: still not the desk's to answer.
+        ("I want to park my car, how much is it?", "abstain", "parking"),
+        ("my bus pass expired, is it free?", "abstain", "transport"),
+        ("What is the parking fee?", "abstain", "parking"),
+    ],
+)
+def test_an_uncovered_topic_named_outside_the_question_yields_to_the_one_it_asks(
+    pack: DomainPack, text: str, route: str, topic: str
+) -> None:
+    read = understand(text, pack)
+    assert (read.route, read.topic) == (route, topic)

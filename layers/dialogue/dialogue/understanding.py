@@ -704,6 +704,8 @@ def _read_at_desk(
         span for found in named_spans.values() for name, span in found if name in compiled.hides_topics
     ]
     rule_topic = _topic(text, pack, outside=about_the_assistant or None) if question else None
+    if rule_topic is not None and not rule_topic.covered:
+        rule_topic = _asked_topic(text, pack, rule_topic)
     model_topic = pack.topic(name) if kind == TOPIC else None
     intent = _classify(text, pack)
 
@@ -1178,6 +1180,31 @@ _ASKED_TO_CONTACT = re.compile(r"\b(?:you|u)\s+(?:\w+\s+){0,2}?(?:me|instead)\b"
 you call instead")."""
 _SENTENCE_END = re.compile(r"[.!?]")
 _CLAUSE_START = re.compile(r"[.!?,;]")
+
+
+_BACK_REFERENCE = re.compile(r"\b(?:it|that|this|they|them|those|these|there)\b")
+
+
+def _asked_topic(text: str, pack: DomainPack, uncovered: Topic) -> Topic:
+    """The topic of a turn whose words name `uncovered` (a topic the desk does not answer) only outside its questions,
+    where its questions ask a covered one: the covered one where the uncovered words come after the questions ("what
+    time does it finish? last bus is 9.20"), or before them in questions that point back at nothing ("i'm skint after
+    the rent, will i have to pay anything at all?"); else `uncovered` ("i want to park my car, how much is it?")."""
+    clauses = _question_clauses(text, pack.compiled.question)
+    if not clauses:
+        return uncovered
+    asked = [text[start:end] for start, end in clauses]
+    covered = _topic(" ".join(asked), pack)
+    pattern = next((compiled for topic, compiled in pack.compiled.topics if topic is uncovered), None)
+    if covered is None or not covered.covered or pattern is None:
+        return uncovered
+    named = [found.start() for found in pattern.finditer(text)]
+    if any(start <= at < end for at in named for start, end in clauses):
+        return uncovered  # the question itself names it
+    after = all(at >= clauses[-1][1] for at in named)
+    if after or not any(_BACK_REFERENCE.search(question) for question in asked):
+        return covered
+    return uncovered
 
 
 def _question_clauses(text: str, question: re.Pattern[str]) -> list[tuple[int, int]]:
