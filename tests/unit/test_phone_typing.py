@@ -1459,3 +1459,16 @@ def test_an_eleventh_round_question_of_the_fourteenth_sets_kind(
 def test_an_eleventh_round_request_of_the_fourteenth_sets_kind_is_handed_off(pack: DomainPack, text: str) -> None:
     _, action = next_state(DialogueState.new(pack.frame), understand(text, pack), pack)
     assert action == Action.HAND_OFF
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my forklift at work keeps beeping, why",
+        "the forklift truck broke down again",
+        "our electric forklift needs a battery",
+    ],
+)
+def test_a_forklift_as_a_machine_is_no_choice_of_the_course(pack: DomainPack, text: str) -> None:
+    assert "program" not in understand(text, pack).slot_updates
+    assert understand("my forklift course, is it on saturdays?", pack).slot_updates == {"program": "forklift"}
