@@ -866,9 +866,9 @@ def _read_at_desk(
     answered = asked_slot is not None and (asked_slot in updates or answer == "unsure")
     # The resident's own choice: a statement in their own words ("I'd prefer a letter"), or an answer naming a value of
     # the slot just asked ("an SMS would be fine", "and can you text me").
-    # A statement of a few words more naming a value of the slot just asked answers it too ("text is fine for you lot
-    # though"), unless its words are nearest an attack's.
-    # The slots the desk's last question asked for: the one requested, or after the read-back any it read back.
+    # The slots the desk's last question asked for: the one requested, or after the read-back any it read back. A
+    # statement of up to twice max_words naming a value of one answers it too ("text is fine for you lot though", "it's
+    # the contact, text not email"), unless its words are nearest an attack's.
     asked_for = (
         {asked_slot}
         if asked_slot is not None
@@ -1182,17 +1182,17 @@ _SENTENCE_END = re.compile(r"[.!?]")
 _CLAUSE_START = re.compile(r"[.!?,;]")
 
 
-_BACK_REFERENCE = re.compile(r"\b(?:it|that|this|they|them|those|these|there)\b")
-
-
 def _asked_topic(text: str, pack: DomainPack, uncovered: Topic) -> Topic:
     """The topic of a turn whose words name `uncovered` (a topic the desk does not answer) only outside its questions,
     where its questions ask a covered one: the covered one where the uncovered words come after the questions ("what
     time does it finish? last bus is 9.20"), or before them in questions that point back at nothing ("i'm skint after
-    the rent, will i have to pay anything at all?"); else `uncovered` ("i want to park my car, how much is it?")."""
+    the rent, will i have to pay anything at all?"); else `uncovered` ("i want to park my car, how much is it?"). What
+    points back is the pack's pronoun (`answers.pronoun_pattern`); without one, only an afterthought yields."""
     clauses = _question_clauses(text, pack.compiled.question)
     if not clauses:
         return uncovered
+    answers = pack.compiled.answers
+    pronoun = answers.pronoun if answers is not None else None
     asked = [text[start:end] for start, end in clauses]
     covered = _topic(" ".join(asked), pack)
     pattern = next((compiled for topic, compiled in pack.compiled.topics if topic is uncovered), None)
@@ -1202,7 +1202,7 @@ def _asked_topic(text: str, pack: DomainPack, uncovered: Topic) -> Topic:
     if any(start <= at < end for at in named for start, end in clauses):
         return uncovered  # the question itself names it
     after = all(at >= clauses[-1][1] for at in named)
-    if after or not any(_BACK_REFERENCE.search(question) for question in asked):
+    if after or (pronoun is not None and not any(pronoun.search(question) for question in asked)):
         return covered
     return uncovered
 
