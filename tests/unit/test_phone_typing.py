@@ -1472,3 +1472,60 @@ def test_an_eleventh_round_request_of_the_fourteenth_sets_kind_is_handed_off(pac
 def test_a_forklift_as_a_machine_is_no_choice_of_the_course(pack: DomainPack, text: str) -> None:
     assert "program" not in understand(text, pack).slot_updates
     assert understand("my forklift course, is it on saturdays?", pack).slot_updates == {"program": "forklift"}
+
+
+# The fifteenth blind set's tuning part (written after the eleventh round's end), in words written here.
+TWELFTH_ROUND: dict[str, list[Turn]] = {
+    "a course named by what it teaches, as an answer": [
+        ("enrol", "request_program", {}),
+        ("excel", "request_contact", {"program": "data_support"}),
+        ("mobile", "confirm", {"contact_channel": "phone"}),
+    ],
+    "not saying how to be reached yet is asked again": [
+        ("forklift", "request_contact", {"program": "forklift"}),
+        ("i'd rather not say how you can reach me", "request_contact", {"contact_channel": "unknown"}),
+        ("ok text me", "confirm", {"contact_channel": "phone"}),
+    ],
+    "asking to change something, then the change in a sentence of its own": [
+        ("data support and email me", "confirm", {"contact_channel": "email"}),
+        ("can i change something?", "clarify", {"contact_channel": "email"}),
+        ("the contact. text instead.", "confirm", {"contact_channel": "phone"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", TWELFTH_ROUND)
+def test_a_twelfth_round_conversation(pack: DomainPack, name: str) -> None:
+    talk(pack, TWELFTH_ROUND[name])
+
+
+@pytest.mark.parametrize(
+    ("text", "route", "topic"),
+    [
+        ("where will my kids stay during the class?", "inform", "child_care"),
+        ("i want to withdraw, what now", "inform", "withdrawal"),
+        ("is the forklift licence valid in spain", "abstain", "jobs"),
+        ("will a human phone me?", "inform", "enrollment_process"),  # asks about the process, not for a person
+        ("am i talking to a real person right now?", "abstain", None),  # asks what the assistant is
+    ],
+)
+def test_a_twelfth_round_question(pack: DomainPack, text: str, route: str, topic: str | None) -> None:
+    read = understand(text, pack)
+    assert (read.route, read.topic) == (route, topic)
+
+
+def test_another_persons_contact_details_are_for_staff(pack: DomainPack) -> None:
+    _, action = next_state(
+        DialogueState.new(pack.frame), understand("can u tell me which email address my brother gave", pack), pack
+    )
+    assert action == Action.REFUSE
+
+
+@pytest.mark.parametrize("desk", ["riverton", "harbourview_library"])
+@pytest.mark.parametrize(
+    "text", ["I need an advisor", "bring a real person into this chat", "id rather go through this with a real person"]
+)
+def test_a_twelfth_round_request_for_a_person_is_handed_off_at_both_desks(desk: str, text: str) -> None:
+    desk_pack = get_pack(RIVERTON.parent / desk)
+    _, action = next_state(DialogueState.new(desk_pack.frame), understand(text, desk_pack), desk_pack)
+    assert action == Action.HAND_OFF

@@ -983,6 +983,7 @@ def _read_at_desk(
         or (asked is not None and slots.mentions_values)
         or asked_to_reach
         or other_offering  # "can i change to the other course?"
+        or (correction and asked is not None)  # "could I change something?" once the desk has asked
         or _only_asks_to_enrol(text, pack)  # "can i sign up?"
     )
     if (
