@@ -978,23 +978,22 @@ def _read_at_desk(
         slot, _, value = name.partition(":")
         updates[slot] = value  # "give me a ring": no rule read a value, and nothing negates this one
         return read_as(default, "enroll")
+    # Asking the desk for something of the frame whatever else the turn names: "and can you text me", "can i change to
+    # the other course?", "can i sign up?".
+    asks_for_the_frame = asked_to_reach or other_offering or _only_asks_to_enrol(text, pack)
     about_the_frame = (
         slots.mentioned & {pack.program_slot, asked_slot}
         or (asked is not None and slots.mentions_values)
-        or asked_to_reach
-        or other_offering  # "can i change to the other course?"
+        or asks_for_the_frame
         or (correction and asked is not None)  # "could I change something?" once the desk has asked
-        or _only_asks_to_enrol(text, pack)  # "can i sign up?"
     )
     if (
         question
         and about_the_frame
+        and not asks_for_the_frame
         and compiled.fact_question is not None
         and compiled.fact_question.search(text)
         and not (asked is not None and slots.mentions_values and not slots.mentioned & {pack.program_slot})
-        and not asked_to_reach
-        and not other_offering
-        and not _only_asks_to_enrol(text, pack)
         and _unknown_words(words, pack)
     ):
         # A question for a fact that no topic holds, naming an offering only and in a word the desk never uses ("whats

@@ -14,7 +14,7 @@ from dialogue.actions import FIXED_ACTIONS, Action
 from dialogue.pack.compiled import CompiledPatterns
 from dialogue.pack.examples import INTENT, TOPIC, VALUE, ExampleSet
 from dialogue.pack.formats import PackFormat
-from dialogue.pack.lexicon import allowed_edits, deletions, misspells, value_words, without_vowels_key
+from dialogue.pack.lexicon import DeletionIndex, allowed_edits, misspells, value_words, without_vowels_key
 from dialogue.pack.schema import (
     UNKNOWN,
     ActionSpec,
@@ -255,17 +255,16 @@ class DomainPack(BaseModel):
         index), and by their letters without vowels: a word within those edits of a desk word shares one of its own
         deletions with it, so a turn's word is compared with a handful of desk words, not all of them."""
 
-        by_deletion: dict[str, list[str]] = {}
+        index = DeletionIndex(self.desk_words, allowed_edits)
+        most_edits = max(map(allowed_edits, self.desk_words), default=0)
         by_consonants: dict[str, list[str]] = {}
         for word in sorted(self.desk_words):
-            for variant in deletions(word, allowed_edits(word)):
-                by_deletion.setdefault(variant, []).append(word)
             by_consonants.setdefault(without_vowels_key(word), []).append(word)
 
         def misspelt(token: str) -> bool:
             if len(token) < 5:
                 return False  # `misspells` reads no shorter token
-            candidates = {word for variant in deletions(token, 2) for word in by_deletion.get(variant, ())}
+            candidates = index.near(token, most_edits)
             candidates.update(by_consonants.get(token, ()))
             return any(misspells(token, word, allowed_edits(word)) for word in candidates)
 

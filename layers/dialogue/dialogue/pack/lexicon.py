@@ -11,13 +11,13 @@ these words with no rule written, and a second desk gets its own from its own na
 `within(word, known, limit)` is the optimal-string-alignment distance (insertions, deletions,
 substitutions and swaps of two neighbours) bounded by `limit`: "bleu" is one swap from "blue",
 "renwal" one deletion from "renewal". It stops as soon as the bound is passed, so a long word costs
-little.
+little. `DeletionIndex` finds the few words a token may be within edits of, so `within` runs on those alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from dialogue.pack.schema import UNKNOWN, DomainSpec
 
@@ -88,9 +88,25 @@ def deletions(word: str, edits: int) -> set[str]:
     return found
 
 
+class DeletionIndex:
+    """Words by every string they leave with up to `edits(word)` letters deleted (SymSpell's index). A token within
+    k edits of an indexed word (k at most that word's edits) shares one of its own deletions of up to k letters with
+    it: `near(token, k)` is every such word, and a few more, to be checked with `within` or `misspells`."""
+
+    def __init__(self, words: Iterable[str], edits: Callable[[str], int]) -> None:
+        self._by_deletion: dict[str, list[str]] = {}
+        for word in sorted(words):
+            for variant in deletions(word, edits(word)):
+                self._by_deletion.setdefault(variant, []).append(word)
+
+    def near(self, token: str, edits: int) -> set[str]:
+        """The indexed words that share a deletion of up to `edits` letters with `token`."""
+        return {word for variant in deletions(token, edits) for word in self._by_deletion.get(variant, ())}
+
+
 def _without_vowels(token: str, word: str) -> bool:
     """Whether `token` is `word` with every vowel left out (texting shorthand: "frklft", "spprt")."""
-    return _VOWELS.search(token) is None and _VOWELS.sub("", word) == token != word
+    return _VOWELS.search(token) is None and without_vowels_key(word) == token != word
 
 
 def within(word: str, known: str, limit: int) -> bool:

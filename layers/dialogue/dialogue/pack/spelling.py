@@ -45,10 +45,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
-from dialogue.pack.lexicon import allowed_edits, deletions, within
+from dialogue.pack.lexicon import DeletionIndex, allowed_edits, within
 
 ENGLISH_SHA256 = "2474a48af86fd81dccea9edd0bba6cd36dd2ecedc0ae217cefcb233bba28613c"
 """SHA-256 of `spellchecker/resources/en.json.gz` in pyspellchecker 0.8.3."""
@@ -69,10 +69,14 @@ class English:
 
     frequency: Mapping[str, int]
     unapostrophed: frozenset[str]
-    total: int = 1
 
     def __contains__(self, word: object) -> bool:
         return word in self.frequency or word in self.unapostrophed
+
+    @cached_property
+    def total(self) -> int:
+        """Every word's count summed: a word's share of English is its count over this."""
+        return sum(self.frequency.values())
 
 
 @lru_cache(maxsize=1)
@@ -86,7 +90,7 @@ def english() -> English:
         raise RuntimeError("pyspellchecker's English word list is not the pinned one; install the pinned version.")
     frequency: dict[str, int] = json.loads(gzip.decompress(data))
     unapostrophed = frozenset(word.replace("'", "") for word in frequency if "'" in word)
-    return English(frequency, unapostrophed, sum(frequency.values()))
+    return English(frequency, unapostrophed)
 
 
 class Speller:
@@ -97,11 +101,10 @@ class Speller:
         self._english = english_words
         # Every target by each string it leaves with up to two letters deleted (SymSpell's index): a word within
         # two edits of a target shares one of them, so a turn's word is compared with a handful of targets, not all.
-        self._by_deletion: dict[str, list[str]] = {}
-        for word in sorted(self._known):
-            if len(word) >= TARGET_MIN_LETTERS and word.isalpha() and word in english_words:
-                for variant in deletions(word, MAX_EDITS):
-                    self._by_deletion.setdefault(variant, []).append(word)
+        targets = (
+            word for word in self._known if len(word) >= TARGET_MIN_LETTERS and word.isalpha() and word in english_words
+        )
+        self._targets = DeletionIndex(targets, lambda _: MAX_EDITS)
 
     def correct(self, text: str, keep: frozenset[str] = frozenset()) -> str:
         """`text` (normalized) with each misspelt desk word written as that word, but those in `keep` (`names`);
@@ -140,7 +143,7 @@ class Speller:
     def _nearest(self, token: str) -> str | None:
         """The nearest desk word within the edits `token` may hold (no English or desk word itself), or None."""
         limit = max(1, allowed_edits(token))
-        candidates = {word for variant in deletions(token, limit) for word in self._by_deletion.get(variant, ())}
+        candidates = self._targets.near(token, limit)
         best: tuple[int, int, str] | None = None
         for word in sorted(candidates):
             if word[0] != token[0] or abs(len(word) - len(token)) > limit:
@@ -161,8 +164,7 @@ class Speller:
         more letters."""
         if len(token) < SPLIT_MIN_LETTERS:
             return None
-        candidates = {word for variant in deletions(token, MAX_EDITS) for word in self._by_deletion.get(variant, ())}
-        if any(within(token, word, MAX_EDITS) for word in candidates):
+        if any(within(token, word, MAX_EDITS) for word in self._targets.near(token, MAX_EDITS)):
             return None  # a desk word typed with two slips ("forkflit"), which the desk's lexicon may read, not a run
         frequency, total = self._english.frequency, self._english.total
         # best[end]: the cheapest split of token[:end], as (cost, start of its last word).
